@@ -1,0 +1,152 @@
+"""Build a class of submissions and read back what nbgrader made of it.
+
+Shared by `course demo` and the grading tests, so the demo shows exactly what the tests check.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTION_MARKER = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
+WRITTEN_ANSWER = "Tensor.to returns a new tensor; Module.to changes the module in place.\nTensor.to 返回新张量；Module.to 原地修改模块。"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One student answer to one exercise, kept in the mistake corpus (tests/corpus/*.toml)."""
+    id: str
+    exercise: str
+    correct: bool
+    code: str
+    diagnostic: str = ""  # message key whose text the autograded output must show
+    note: str = ""
+
+
+def load_corpus(assignment: str, root: Path = ROOT) -> list[Answer]:
+    data = tomllib.loads((root / "tests" / "corpus" / f"{assignment}.toml").read_text("utf-8"))
+    return [Answer(**entry) for entry in data["answer"]]
+
+
+def notebook_path(root: Path, folder: str, assignment: str, student: str | None = None) -> Path:
+    parts = [folder] + ([student] if student else []) + [assignment, f"{assignment}.ipynb"]
+    return root.joinpath(*parts)
+
+
+def solution_code(cell) -> str:
+    """The instructor's solution cell as a student would have typed it: markers removed."""
+    return "\n".join(line for line in cell.source.splitlines() if not SOLUTION_MARKER.match(line))
+
+
+def grade_id(cell) -> str | None:
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def solved_notebook(course_root: Path, assignment: str, answers=()):
+    """The release notebook filled in with the solution, except the exercises `answers` replace."""
+    source = nbformat.read(notebook_path(course_root, "source", assignment), as_version=4)
+    solutions = {grade_id(c): solution_code(c) for c in source.cells
+                 if c.metadata.get("nbgrader", {}).get("solution")}
+    replacements = {answer.exercise: answer.code.strip("\n") for answer in answers}
+    notebook = nbformat.read(notebook_path(course_root, "release", assignment), as_version=4)
+    for cell in notebook.cells:
+        key = grade_id(cell)
+        if key in solutions:
+            cell.source = replacements.get(key, WRITTEN_ANSWER if cell.cell_type == "markdown" else solutions[key])
+    return notebook
+
+
+def prepare_course(course_root: Path, assignment: str):
+    """A fresh course folder with the repository's config and source, and the release generated."""
+    if course_root.exists():
+        shutil.rmtree(course_root)
+    (course_root / "source").mkdir(parents=True)
+    shutil.copy(ROOT / "nbgrader_config.py", course_root)
+    shutil.copytree(ROOT / "source" / assignment, course_root / "source" / assignment)
+    nbgrader(course_root, "generate_assignment", assignment, "--force")
+
+
+def submit(course_root: Path, assignment: str, student: str, notebook=None, raw: bytes | None = None):
+    """Place a submission as `nbgrader collect` would: a notebook, or raw bytes for a broken file."""
+    path = notebook_path(course_root, "submitted", assignment, student)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if raw is not None:
+        path.write_bytes(raw)
+    else:
+        nbformat.write(notebook, path)
+
+
+def nbgrader(course_root: Path, *args, check=True, stream=None):
+    """Run the real `nbgrader` command line of this environment in `course_root`."""
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    command = [str(bin_dir / "nbgrader"), *args]
+    process = subprocess.Popen(command, cwd=course_root, env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    lines = []
+    for line in process.stdout:
+        lines.append(line)
+        if stream:
+            stream(line)
+    process.wait()
+    log = "".join(lines)
+    if check and process.returncode != 0:
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed ({process.returncode}):\n{log}")
+    return process.returncode, log
+
+
+def scores(course_root: Path, assignment: str) -> dict[str, dict[str, float]]:
+    """Autograded points per student and test cell, read from the gradebook.
+
+    A submission that nbgrader could not execute (not a notebook, say) has no scores and is left out.
+    """
+    from nbgrader.api import Gradebook
+
+    result = {}
+    with Gradebook(f"sqlite:///{course_root / 'gradebook.db'}") as gradebook:
+        for submission in gradebook.assignment_submissions(assignment):
+            for notebook in submission.notebooks:
+                grades = {g.name: g.auto_score for g in notebook.grades if g.cell.cell_type == "code"}
+                if None not in grades.values():
+                    result[submission.student_id] = grades
+    return result
+
+
+def diagnostics(course_root: Path, assignment: str, student: str) -> dict[str, str]:
+    """The error each failed test cell showed the student, per test cell."""
+    path = notebook_path(course_root, "autograded", assignment, student)
+    notebook = nbformat.read(path, as_version=4)
+    shown = {}
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
+            errors = [o for o in cell.outputs if o.output_type == "error"]
+            if errors:
+                shown[grade_id(cell)] = f"{errors[0].ename}: {errors[0].evalue}"
+    return shown
+
+
+def students_from_corpus(answers: list[Answer]) -> dict[str, list[Answer]]:
+    """A class in which every corpus answer appears once.
+
+    Student `mistakes-k` makes the k-th recorded mistake of every exercise (so each test cell is
+    failed by exactly one cause), `styles-k` writes the k-th correct alternative, `solution` the
+    instructor's solution.
+    """
+    def columns(correct):
+        by_exercise = {}
+        for answer in answers:
+            if answer.correct == correct:
+                by_exercise.setdefault(answer.exercise, []).append(answer)
+        depth = max((len(v) for v in by_exercise.values()), default=0)
+        return [[v[k] for v in by_exercise.values() if k < len(v)] for k in range(depth)]
+
+    students = {"solution": []}
+    students |= {f"mistakes-{k + 1}": column for k, column in enumerate(columns(False))}
+    students |= {f"styles-{k + 1}": column for k, column in enumerate(columns(True))}
+    return students
