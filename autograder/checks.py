@@ -60,8 +60,11 @@ def assert_device(t, device, what, original=None):
     _fail("wrong_device", what=what, expected=torch.device(device), found=t.device)
 
 
-def assert_dtype(t, dtype, what, hint="dtype_hint_keep"):
+def assert_dtype(t, dtype, what, hint="dtype_hint_keep", original=None):
+    """`t` has `dtype`; when `t` is `original` itself, diagnose the forgotten `x = x.to(...)`."""
     assert_tensor(t, what)
+    if t.dtype != dtype and original is not None and t is original:
+        _fail("forgot_assignment_dtype", what=what, expected=dtype, found=t.dtype)
     if t.dtype != dtype:
         _fail("wrong_dtype", what=what, expected=dtype, found=t.dtype, hint=text(hint))
 
@@ -121,7 +124,7 @@ def assert_batch_moved(result, original, device, what, depth=0):
         assert_dtype(result, original.dtype, what)
         assert_values(result, original, what)
         return
-    if type(result) is not type(original):
+    if isinstance(original, (Mapping, list, tuple)) and type(result) is not type(original):
         _fail("wrong_type", what=what, expected=_name(original), found=_name(result))
     if isinstance(original, Mapping):
         if list(result) != list(original):

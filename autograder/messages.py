@@ -1,5 +1,6 @@
 """The bilingual message catalogue: every text a test or grader shows lives in messages.json."""
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -36,3 +37,16 @@ def message(key: str, **fields) -> str:
 def _fill(template: str, lang: str, fields: dict) -> str:
     return template.format(**{k: getattr(v, lang) if isinstance(v, Bilingual) else v
                               for k, v in fields.items()})
+
+
+def fingerprint(key: str) -> Bilingual:
+    """The longest fixed stretch of each language's template: proof that a text shows this message."""
+    entry = catalogue()[key]
+    pieces = {lang: max(re.split(r"\{[^}]*\}", entry[lang]), key=len).strip() for lang in LANGUAGES}
+    return Bilingual(**pieces)
+
+
+def shows(shown: str, key: str) -> bool:
+    """Whether `shown` contains message `key` in both languages."""
+    mark = fingerprint(key)
+    return mark.en in shown and mark.zh in shown

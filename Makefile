@@ -1,0 +1,38 @@
+# Two commands do everything on a fresh machine: `make demo` and `make test`.
+# GPU machines: `make test TORCH=torch==2.13.0 PIP_CONSTRAINT=` picks PyPI's CUDA build (see README).
+PYTHON ?= python3.11
+TORCH ?= torch==2.13.0
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+export PATH := $(BIN):$(PATH)
+ASSIGNMENTS := a1_tensor_to
+LESSONS := $(wildcard notebooks/*.ipynb)
+SOURCES := $(foreach a,$(ASSIGNMENTS),source/$(a)/$(a).ipynb)
+
+.PHONY: install test demo lab notebooks release clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check "$(TORCH)"
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test]"
+	touch $@
+
+install: $(VENV)/.installed
+
+test: install  ## the whole suite: unit tests, grading pipeline, nbval over lessons and solutions
+	$(BIN)/pytest
+
+demo: install  ## grade the bundled demo class with plain nbgrader commands
+	$(BIN)/course demo --root build/demo
+
+lab: install  ## JupyterLab for students
+	$(BIN)/jupyter lab notebooks release
+
+notebooks: install  ## re-run lessons and solutions top to bottom, storing their outputs
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.record_timing=False $(LESSONS) $(SOURCES)
+
+release: install  ## regenerate release/ from source/ with nbgrader
+	cd $(CURDIR) && $(BIN)/nbgrader generate_assignment $(ASSIGNMENTS) --force --CourseDirectory.db_url=sqlite:///build/release-gradebook.db
+
+clean:
+	rm -rf build gradebook.db submitted autograded feedback

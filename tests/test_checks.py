@@ -1,0 +1,169 @@
+"""The assertion helpers pass right answers and name each classic mistake, on every grading device."""
+from collections import OrderedDict, namedtuple
+
+import pytest
+import torch
+from torch import nn
+
+from autograder import checks
+from autograder.messages import shows
+from autograder.simulate import simulated_accelerator
+
+Pair = namedtuple("Pair", "first second")
+
+
+def fails_with(key, function, *args, **kwargs):
+    with pytest.raises(AssertionError) as raised:
+        function(*args, **kwargs)
+    assert shows(str(raised.value), key), f"expected message {key!r}, got:\n{raised.value}"
+
+
+class LooksLikeATensor:
+    device = torch.device("cpu")
+    dtype = torch.float32
+    requires_grad = True
+    is_leaf = True
+    shape = torch.Size([2])
+
+
+def test_an_imitation_is_not_a_tensor():
+    fails_with("not_a_tensor", checks.assert_device, LooksLikeATensor(), "cpu", "x")
+    fails_with("not_a_tensor", checks.assert_leaf, LooksLikeATensor(), "x")
+
+
+def test_a_string_is_not_a_device():
+    fails_with("not_a_device", checks.assert_torch_device, "cpu", "pick_device()")
+
+
+def test_moved_tensor_passes(device):
+    x = torch.arange(3.0)
+    checks.assert_device(x.to(device), device, "x", original=x)
+
+
+def test_forgotten_assignment_is_named(device):
+    x = torch.arange(3.0, device="meta" if device.type == "cpu" else "cpu")  # `x.to(device)` result dropped
+    fails_with("forgot_assignment", checks.assert_device, x, device, "x", original=x)
+
+
+def test_wrong_device_is_named(device):
+    elsewhere = torch.device("meta" if device.type == "cpu" else "cpu")
+    fails_with("wrong_device", checks.assert_device, torch.ones(2, device=elsewhere), device, "x")
+
+
+def test_wrong_dtype_is_named(device):
+    x = torch.ones(2, device=device)
+    checks.assert_dtype(x, torch.float32, "x")
+    fails_with("wrong_dtype", checks.assert_dtype, x.half(), torch.float32, "x")
+    fails_with("forgot_assignment_dtype", checks.assert_dtype, x, torch.float16, "x", original=x)
+
+
+def test_values_are_compared_where_they_exist():
+    checks.assert_values(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0], dtype=torch.float64), "x")
+    fails_with("wrong_values", checks.assert_values, torch.tensor([1.0, 2.5]), torch.tensor([1.0, 2.0]), "x")
+    fails_with("wrong_values", checks.assert_values, torch.tensor([float("nan")]), torch.tensor([1.0]), "x")
+    checks.assert_values(torch.ones(2, device="meta"), torch.zeros(2), "x")  # no data on meta: shape only
+    fails_with("wrong_shape", checks.assert_values, torch.ones(3, device="meta"), torch.zeros(2), "x")
+
+
+def test_leaf_weight_passes_and_moved_weight_is_named(device):
+    checks.assert_leaf(torch.randn(3, device=device, requires_grad=True), "w")
+    checks.assert_leaf(nn.Parameter(torch.randn(3, device=device)), "w")
+    moved = torch.randn(3, dtype=torch.float64, requires_grad=True).to(device, torch.float32)
+    fails_with("not_leaf", checks.assert_leaf, moved, "w")
+    fails_with("no_requires_grad", checks.assert_leaf, torch.randn(3, device=device), "w")
+
+
+def test_autograd_connection(device):
+    w = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    checks.assert_grad_connected(w.to(device), w, "w")
+    checks.assert_grad_connected(w, w, "w")
+    fails_with("grad_disconnected", checks.assert_grad_connected, w.detach().to(device), w, "w")
+
+
+def test_device_choice_accepts_any_index_only_when_none_is_asked():
+    checks.assert_device_choice(torch.device("cuda:0"), "cuda", "d", "device_hint_order")
+    checks.assert_device_choice(torch.device("cuda:1"), "cuda:1", "d", "device_hint_prefer")
+    fails_with("wrong_device_type", checks.assert_device_choice, torch.device("cuda"), "cuda:1", "d",
+               "device_hint_prefer")
+    fails_with("wrong_device_type", checks.assert_device_choice, torch.device("cpu"), "mps", "d",
+               "device_hint_order")
+
+
+def nested_batch():
+    return {"x": [torch.randn(2), (torch.ones(1), "tag")], "pair": Pair(torch.zeros(2), None),
+            "extra": OrderedDict(n=3, mask=torch.tensor([True]))}
+
+
+def move(batch, device):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return type(batch)((k, move(v, device)) for k, v in batch.items())
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(move(v, device) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(move(v, device) for v in batch)
+    return batch
+
+
+def test_fully_moved_batch_passes(device):
+    batch = nested_batch()
+    checks.assert_batch_moved(move(batch, device), batch, device, "batch")
+
+
+def test_batch_mistakes_are_named():
+    batch = nested_batch()
+    top_only = {k: v.to("meta") if torch.is_tensor(v) else v for k, v in batch.items()}
+    fails_with("nested_not_moved", checks.assert_batch_moved, top_only, batch, "meta", "batch")
+    as_lists = move(batch, "meta") | {"x": [batch["x"][0].to("meta"), [torch.ones(1, device="meta"), "tag"]]}
+    fails_with("wrong_type", checks.assert_batch_moved, as_lists, batch, "meta", "batch")
+    dropped = move(batch, "meta")
+    del dropped["extra"]
+    fails_with("wrong_keys", checks.assert_batch_moved, dropped, batch, "meta", "batch")
+    renamed = move(batch, "meta") | {"pair": Pair(torch.zeros(2, device="meta"), "None")}
+    fails_with("leaf_changed", checks.assert_batch_moved, renamed, batch, "meta", "batch")
+
+
+class WithPlainTensor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(2, 2)
+        self.scale = torch.ones(2)  # not registered: Module.to will not move it
+
+
+def test_module_on_device_passes(device):
+    checks.assert_module_on(nn.BatchNorm1d(3).to(device), device, "model")
+
+
+def test_module_mistakes_are_named():
+    model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+    model[1].to("meta")
+    fails_with("module_tensor_device", checks.assert_module_on, model, "meta", "model")
+    fails_with("unregistered_tensor", checks.assert_module_on, WithPlainTensor().to("meta"), "meta", "model")
+    fails_with("wrong_type", checks.assert_module_on, torch.ones(2), "cpu", "model")
+
+
+def test_mixed_devices_are_named():
+    checks.assert_one_device({"a": torch.ones(1), "b": torch.ones(1)}, "batch")
+    fails_with("mixed_devices", checks.assert_one_device, {"a": torch.ones(1), "b": torch.ones(1, device="meta")},
+               "batch")
+
+
+def test_call_turns_errors_into_bilingual_failures():
+    def unanswered():
+        raise NotImplementedError()
+
+    fails_with("not_answered", checks.call, "f()", unanswered)
+    fails_with("raised", checks.call, "f()", lambda: 1 / 0)
+    assert checks.call("f()", lambda x: x + 1, 1) == 2
+
+
+@pytest.mark.parametrize("kind", [None, "cuda", "mps"])
+def test_simulated_accelerator_is_consistent_across_apis(kind):
+    with simulated_accelerator(kind):
+        assert torch.cuda.is_available() == (kind == "cuda")
+        assert torch.backends.mps.is_available() == (kind == "mps")
+        assert torch.accelerator.is_available() == (kind is not None)
+        current = torch.accelerator.current_accelerator()
+        assert (current.type if current else None) == kind
+    assert torch.accelerator.is_available() == (torch.cuda.is_available() or torch.backends.mps.is_available())

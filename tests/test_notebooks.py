@@ -1,0 +1,102 @@
+"""Every notebook is bilingual, and release/ is exactly what nbgrader makes of source/."""
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import classroom
+
+ROOT = classroom.ROOT
+NOTEBOOKS = sorted([*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("source/*/*.ipynb"), *ROOT.glob("release/*/*.ipynb")])
+ASSIGNMENTS = sorted(p.name for p in (ROOT / "source").iterdir() if p.is_dir())
+CJK = re.compile(r"[\u4e00-\u9fff]")
+LATIN = re.compile(r"[A-Za-z]")
+CODE = re.compile(r"```.*?```|`[^`]*`|https?://\S+", re.S)
+
+
+def prose(cell) -> str:
+    return CODE.sub("", cell.source)
+
+
+def is_answer_cell(cell) -> bool:
+    return cell.metadata.get("nbgrader", {}).get("solution", False)
+
+
+def language(cell):
+    tags = {t for t in cell.metadata.get("tags", []) if t.startswith("lang-")}
+    return tags.pop() if len(tags) == 1 else tags or None
+
+
+def ids(paths):
+    return [str(p.relative_to(ROOT)) for p in paths]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_prose_comes_in_english_chinese_pairs(path):
+    cells = nbformat.read(path, as_version=4).cells
+    for index, cell in enumerate(cells):
+        if cell.cell_type != "markdown" or is_answer_cell(cell):
+            continue
+        where = f"{path.name} cell {index}"
+        lang = language(cell)
+        assert lang in ("lang-en", "lang-zh"), f"{where}: tag it lang-en or lang-zh (found {lang})"
+        if lang == "lang-en":
+            twin = cells[index + 1] if index + 1 < len(cells) else None
+            assert twin is not None and language(twin) == "lang-zh", f"{where}: English cell without its Chinese twin"
+        else:
+            assert index > 0 and language(cells[index - 1]) == "lang-en", f"{where}: Chinese cell without its English twin"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_each_language_is_written_in_its_language(path):
+    for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+        text, lang, where = prose(cell), language(cell), f"{path.name} cell {index}"
+        if lang == "lang-en":
+            assert not CJK.search(text), f"{where}: Chinese text in an English cell"
+        elif lang == "lang-zh":
+            cjk, latin = len(CJK.findall(text)), len(LATIN.findall(text))
+            assert cjk >= 0.3 * (cjk + latin), f"{where}: mostly untranslated ({cjk} Chinese vs {latin} Latin letters)"
+
+
+@pytest.fixture(scope="module", params=ASSIGNMENTS)
+def regenerated(request, tmp_path_factory):
+    """The assignment's release generated afresh by nbgrader from the committed source."""
+    course = tmp_path_factory.mktemp(request.param)
+    classroom.prepare_course(course, request.param)
+    return request.param, course
+
+
+def test_committed_release_is_what_nbgrader_generates(regenerated):
+    assignment, course = regenerated
+    fresh = nbformat.read(classroom.notebook_path(course, "release", assignment), as_version=4)
+    committed = nbformat.read(classroom.notebook_path(ROOT, "release", assignment), as_version=4)
+    assert committed == fresh, f"release/{assignment} is stale: run `make release` and commit it"
+
+
+def hidden_lines(source) -> set[str]:
+    """Lines that exist only inside solutions and hidden tests of the source notebook."""
+    inside, hidden, visible = False, set(), set()
+    for cell in source.cells:
+        for line in cell.source.splitlines():
+            stripped = line.strip()
+            if re.match(r"### BEGIN (SOLUTION|HIDDEN TESTS)", stripped):
+                inside = True
+            elif re.match(r"### END (SOLUTION|HIDDEN TESTS)", stripped):
+                inside = False
+            elif stripped:
+                (hidden if inside else visible).add(stripped)
+    return hidden - visible
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_release_contains_no_solution_or_hidden_test(assignment):
+    source = nbformat.read(classroom.notebook_path(ROOT, "source", assignment), as_version=4)
+    release = nbformat.read(classroom.notebook_path(ROOT, "release", assignment), as_version=4)
+    release_text = "\n".join(cell.source for cell in release.cells)
+    release_lines = {line.strip() for line in release_text.splitlines()}
+    secret = {line for line in hidden_lines(source) if len(line) > 8}
+    assert len(secret) > 20  # the check below means something only if there is something to hide
+    leaked = [line for line in secret if line in release_lines]
+    assert not leaked, f"release/{assignment} leaks: {leaked[:5]}"
+    assert "BEGIN HIDDEN" not in release_text and "BEGIN SOLUTION" not in release_text
