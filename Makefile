@@ -13,7 +13,7 @@ SOURCES := $(foreach a,$(ASSIGNMENTS),source/$(a)/$(a).ipynb)
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check "$(TORCH)"
+	$(BIN)/pip install --quiet --disable-pip-version-check $(TORCH)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test]"
 	touch $@
 

@@ -1,0 +1,42 @@
+"""The set-up promises of the README hold."""
+import re
+import tomllib
+
+import yaml
+
+from autograder.classroom import ROOT
+from autograder.devices import cuda_required
+
+import torch
+
+
+def requirement_name(spec: str) -> str:
+    return re.split(r"[<>=!~\[ ;]", spec.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def test_environment_yml_names_every_runtime_dependency():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    wanted = {requirement_name(s) for s in project["dependencies"] + project["optional-dependencies"]["test"]}
+    environment = yaml.safe_load((ROOT / "environment.yml").read_text("utf-8"))
+    pip = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict))
+    listed = {requirement_name(s) for s in pip if not s.startswith("-")}
+    assert wanted <= listed, f"missing from environment.yml: {sorted(wanted - listed)}"
+    assert "python=3.11" in environment["dependencies"] and "-e ." in pip
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    lines = [l for l in (ROOT / ".ci" / "run").read_text().splitlines() if l and not l.startswith(("#", "set ", "cd "))]
+    assert lines == ["make test"]
+    readme = (ROOT / "README.md").read_text("utf-8")
+    assert readme.count("`make test`") >= 2 and readme.count("`make demo`") >= 2
+
+
+def test_readme_is_in_both_languages():
+    readme = (ROOT / "README.md").read_text("utf-8")
+    assert "## English" in readme and "## 简体中文" in readme
+
+
+def test_gpu_job_really_has_cuda():
+    """Under COURSE_REQUIRE_CUDA=1 (the GPU CI job) the suite must be running with CUDA."""
+    if cuda_required():
+        assert torch.cuda.is_available()
