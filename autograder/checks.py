@@ -3,6 +3,7 @@
 Each helper raises AssertionError whose message states what was expected, what was found, and the likely
 mistake with its fix: an English line, then a Chinese line (texts in messages.json).
 """
+import warnings
 from collections.abc import Mapping
 
 import torch
@@ -21,9 +22,15 @@ def _fail(key, **fields):
 
 
 def call(what, function, *args, **kwargs):
-    """Run a student's function; an exception it raises becomes a bilingual failure, chained to it."""
+    """Run a student's function; an exception it raises becomes a bilingual failure, chained to it.
+
+    Warnings it emits are recorded, not printed: nbgrader gives zero to a test cell that writes to
+    stderr, and a correct answer must not lose points to a PyTorch warning. Failures still raise.
+    """
     try:
-        return function(*args, **kwargs)
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            return function(*args, **kwargs)
     except NotImplementedError as error:
         raise AssertionError(message("not_answered", what=what)) from error
     except Exception as error:

@@ -1,4 +1,5 @@
 """The assertion helpers pass right answers and name each classic mistake, on every grading device."""
+import warnings
 from collections import OrderedDict, namedtuple
 
 import pytest
@@ -167,3 +168,13 @@ def test_simulated_accelerator_is_consistent_across_apis(kind):
         current = torch.accelerator.current_accelerator()
         assert (current.type if current else None) == kind
     assert torch.accelerator.is_available() == (torch.cuda.is_available() or torch.backends.mps.is_available())
+
+
+def test_call_keeps_warnings_of_student_code_from_reaching_stderr():
+    def noisy():
+        warnings.warn("deprecated spelling", UserWarning)
+        return 7
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning that escaped `call` would raise here
+        assert checks.call("f()", noisy) == 7
