@@ -30,9 +30,11 @@ lab: install  ## JupyterLab for students
 
 notebooks: install  ## re-run lessons and solutions top to bottom, storing their outputs
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.record_timing=False $(LESSONS) $(SOURCES)
+	$(MAKE) release
 
-release: install  ## regenerate release/ from source/ with nbgrader
-	cd $(CURDIR) && $(BIN)/nbgrader generate_assignment $(ASSIGNMENTS) --force --CourseDirectory.db_url=sqlite:///build/release-gradebook.db
+release: install  ## regenerate release/ from source/ with nbgrader (its gradebook kept out of the root)
+	mkdir -p build
+	$(BIN)/nbgrader generate_assignment $(ASSIGNMENTS) --force --CourseDirectory.db_url=sqlite:///build/release-gradebook.db
 
 clean:
 	rm -rf build gradebook.db submitted autograded feedback
