@@ -5,7 +5,7 @@ TORCH ?= torch==2.13.0
 VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(PATH)
-ASSIGNMENTS := a1_tensor_to
+ASSIGNMENTS := a1_tensor_to a2_module_to
 LESSONS := $(wildcard notebooks/*.ipynb)
 SOURCES := $(foreach a,$(ASSIGNMENTS),source/$(a)/$(a).ipynb)
 
@@ -34,7 +34,9 @@ notebooks: install  ## re-run lessons and solutions top to bottom, storing their
 
 release: install  ## regenerate release/ from source/ with nbgrader (its gradebook kept out of the root)
 	mkdir -p build
-	$(BIN)/nbgrader generate_assignment $(ASSIGNMENTS) --force --CourseDirectory.db_url=sqlite:///build/release-gradebook.db
+	for a in $(ASSIGNMENTS); do \
+	  $(BIN)/nbgrader generate_assignment $$a --force --CourseDirectory.db_url=sqlite:///build/release-gradebook.db || exit 1; \
+	done
 
 clean:
 	rm -rf build gradebook.db submitted autograded feedback

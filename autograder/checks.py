@@ -3,6 +3,7 @@
 Each helper raises AssertionError whose message states what was expected, what was found, and the likely
 mistake with its fix: an English line, then a Chinese line (texts in messages.json).
 """
+import re
 import warnings
 from collections.abc import Mapping
 
@@ -11,6 +12,13 @@ from torch import nn
 
 from .devices import has_data, same_device
 from .messages import message, text
+
+
+# Errors PyTorch raises for the classic mistakes, and the message that explains each.
+KNOWN_ERRORS = [
+    (re.compile(r"Expected all tensors to be on the same device|is not on the expected device"), "device_mismatch"),
+    (re.compile(r"Attempting to deserialize object on a CUDA device"), "cuda_checkpoint"),
+]
 
 
 def _name(obj) -> str:
@@ -34,7 +42,9 @@ def call(what, function, *args, **kwargs):
     except NotImplementedError as error:
         raise AssertionError(message("not_answered", what=what)) from error
     except Exception as error:
-        raise AssertionError(message("raised", what=what, error=f"{_name(error)}: {error}")) from error
+        shown = f"{_name(error)}: {str(error).splitlines()[0] if str(error) else ''}"
+        key = next((key for pattern, key in KNOWN_ERRORS if pattern.search(str(error))), "raised")
+        raise AssertionError(message(key, what=what, error=shown)) from error
 
 
 def assert_tensor(obj, what):
@@ -156,8 +166,7 @@ def assert_one_device(tensors: Mapping, what):
 
 def assert_module_on(module, device, what):
     """Every parameter and buffer of `module` on `device`, and no tensor attribute left behind."""
-    if not isinstance(module, nn.Module):
-        _fail("wrong_type", what=what, expected="nn.Module", found=_name(module))
+    assert_module(module, what)
     for kind, named in (("kind_parameter", module.named_parameters()), ("kind_buffer", module.named_buffers())):
         for name, tensor in named:
             if not same_device(tensor.device, device):
@@ -169,3 +178,95 @@ def assert_module_on(module, device, what):
                 name = f"{prefix}.{attribute}" if prefix else attribute
                 _fail("unregistered_tensor", what=what, expected=torch.device(device), found=value.device,
                       name=name)
+
+
+def assert_raises(error_type, what, function, *args, hint):
+    """Calling the student's `function` raises `error_type` (anything else is reported as found)."""
+    try:
+        with warnings.catch_warnings(record=True):
+            function(*args)
+    except error_type:
+        return
+    except Exception as error:
+        found = f"{_name(error)}: {error}"
+        _fail("expected_error", what=what, expected=error_type.__name__, found=found, hint=text(hint))
+    _fail("expected_error", what=what, expected=error_type.__name__, found=text("nothing_raised"), hint=text(hint))
+
+
+def assert_buffer(module, name, what, persistent):
+    """`module.<name>` is a registered buffer, saved in `state_dict()` exactly when `persistent`."""
+    if name in module._parameters:
+        found = text("kind_parameter")
+    elif name in module._buffers:
+        found = None
+    elif isinstance(getattr(module, name, None), torch.Tensor):
+        found = text("kind_plain_attribute")
+    else:
+        found = text("kind_missing")
+    if found is not None:
+        _fail("not_a_buffer", what=what, name=name, found=found)
+    if (name in module.state_dict()) != persistent:
+        _fail("persistent_buffer", what=what, name=name)
+
+
+def assert_none(obj, what, hint):
+    if obj is not None:
+        _fail("expected_none", what=what, found=repr(obj), hint=text(hint))
+
+
+def assert_module(obj, what):
+    if not isinstance(obj, nn.Module):
+        _fail("not_a_module", what=what, found=_name(obj))
+
+
+def assert_eval(model, what):
+    assert_module(model, what)
+    if any(m.training for m in model.modules()):
+        _fail("not_eval", what=what)
+
+
+def assert_detached(t, what):
+    assert_tensor(t, what)
+    if t.requires_grad or t.grad_fn is not None:
+        _fail("not_detached", what=what, grad_fn=_name(t.grad_fn))
+
+
+def assert_updated(before: Mapping, model, what):
+    """At least one parameter differs from the snapshot `before` (name → tensor)."""
+    after = dict(model.named_parameters())
+    if all(torch.equal(after[name].detach().cpu(), value.cpu()) for name, value in before.items()):
+        _fail("not_updated", what=what)
+
+
+def assert_gradients(model, expected: Mapping, what, atol=1e-6):
+    """Each parameter's `.grad` equals the gradient of this batch alone (no stale gradients added)."""
+    for name, param in model.named_parameters():
+        grad = param.grad
+        diff = (grad.detach().cpu() - expected[name].cpu()).abs().max().item() if grad is not None else float("inf")
+        if not diff <= atol:
+            _fail("stale_gradients", what=what, diff=f"{diff:.3g}")
+
+
+def assert_state_unchanged(model, before: Mapping, what, hint):
+    """Every entry of `model.state_dict()` keeps the dtype and values of the snapshot `before`."""
+    for name, tensor in model.state_dict().items():
+        if tensor.dtype != before[name].dtype:
+            _fail("model_modified", what=what, name=name, expected=before[name].dtype, found=tensor.dtype,
+                  hint=text(hint))
+        assert_values(tensor, before[name], f"{what}: {name}")
+
+
+def assert_ndarray(array, tensor, what):
+    """`array` is a numpy array with the tensor's shape, dtype and values."""
+    import numpy
+
+    if not isinstance(array, numpy.ndarray):
+        _fail("not_numpy", what=what, found=_name(array))
+    expected = tensor.detach().cpu().numpy()
+    if array.dtype != expected.dtype:
+        _fail("numpy_dtype", what=what, expected=expected.dtype, found=array.dtype)
+    if array.shape != expected.shape:
+        _fail("wrong_shape", what=what, expected=expected.shape, found=array.shape)
+    if not numpy.array_equal(array, expected):
+        diff = numpy.abs(array.astype("float64") - expected.astype("float64")).max()
+        _fail("wrong_values", what=what, diff=f"{diff:.3g}")

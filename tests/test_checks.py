@@ -8,6 +8,7 @@ from torch import nn
 
 from autograder import checks
 from autograder.messages import shows
+from autograder.probes import save_as_if_from_cuda
 from autograder.simulate import simulated_accelerator
 
 Pair = namedtuple("Pair", "first second")
@@ -141,7 +142,7 @@ def test_module_mistakes_are_named():
     model[1].to("meta")
     fails_with("module_tensor_device", checks.assert_module_on, model, "meta", "model")
     fails_with("unregistered_tensor", checks.assert_module_on, WithPlainTensor().to("meta"), "meta", "model")
-    fails_with("wrong_type", checks.assert_module_on, torch.ones(2), "cpu", "model")
+    fails_with("not_a_module", checks.assert_module_on, torch.ones(2), "cpu", "model")
 
 
 def test_mixed_devices_are_named():
@@ -157,6 +158,14 @@ def test_call_turns_errors_into_bilingual_failures():
     fails_with("not_answered", checks.call, "f()", unanswered)
     fails_with("raised", checks.call, "f()", lambda: 1 / 0)
     assert checks.call("f()", lambda x: x + 1, 1) == 2
+
+
+def test_call_explains_device_mismatches_and_gpu_checkpoints(tmp_path):
+    fails_with("device_mismatch", checks.call, "f()", lambda: torch.ones(2, device="meta") + torch.ones(2))
+    path = tmp_path / "gpu.pt"
+    save_as_if_from_cuda({"w": torch.ones(2)}, path)
+    with simulated_accelerator(None):
+        fails_with("cuda_checkpoint", checks.call, "load()", torch.load, path)
 
 
 @pytest.mark.parametrize("kind", [None, "cuda", "mps"])
