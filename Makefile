@@ -5,7 +5,7 @@ TORCH ?= torch==2.13.0
 VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(PATH)
-ASSIGNMENTS := a1_tensor_to a2_module_to
+ASSIGNMENTS := a1_tensor_to a2_module_to a3_precision_transfers
 LESSONS := $(wildcard notebooks/*.ipynb)
 SOURCES := $(foreach a,$(ASSIGNMENTS),source/$(a)/$(a).ipynb)
 

@@ -18,6 +18,7 @@ from .messages import message, text
 KNOWN_ERRORS = [
     (re.compile(r"Expected all tensors to be on the same device|is not on the expected device"), "device_mismatch"),
     (re.compile(r"Attempting to deserialize object on a CUDA device"), "cuda_checkpoint"),
+    (re.compile(r"Can't call numpy\(\) on Tensor that requires grad"), "numpy_requires_grad"),
 ]
 
 
@@ -254,6 +255,21 @@ def assert_state_unchanged(model, before: Mapping, what, hint):
             _fail("model_modified", what=what, name=name, expected=before[name].dtype, found=tensor.dtype,
                   hint=text(hint))
         assert_values(tensor, before[name], f"{what}: {name}")
+
+
+def assert_transfers(counter, expected, what):
+    """A `probes.count_transfers()` counter saw exactly `expected` copies between devices."""
+    if counter.transfers != expected:
+        _fail("transfer_count", what=what, found=counter.transfers)
+
+
+def assert_loader_kwargs(kwargs, pin_memory, what):
+    """DataLoader keyword arguments whose `pin_memory` is `pin_memory` (a missing key means False)."""
+    if not isinstance(kwargs, dict):
+        _fail("not_a_dict", what=what, found=_name(kwargs))
+    found = kwargs.get("pin_memory", False)
+    if bool(found) != pin_memory:
+        _fail("pin_memory", what=what, expected=pin_memory, found=found)
 
 
 def assert_ndarray(array, tensor, what):

@@ -187,3 +187,70 @@ def test_call_keeps_warnings_of_student_code_from_reaching_stderr():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a warning that escaped `call` would raise here
         assert checks.call("f()", noisy) == 7
+
+
+def test_numpy_mistakes_are_named():
+    t = torch.arange(4.0).reshape(2, 2)
+    checks.assert_ndarray(t.T.numpy(), t.T, "a")
+    fails_with("not_numpy", checks.assert_ndarray, t.tolist(), t, "a")
+    fails_with("numpy_dtype", checks.assert_ndarray, t.double().numpy(), t, "a")
+    fails_with("wrong_shape", checks.assert_ndarray, t.flatten().numpy(), t, "a")
+    fails_with("wrong_values", checks.assert_ndarray, (t + 1).numpy(), t, "a")
+    fails_with("numpy_requires_grad", checks.call, "a", torch.ones(2, requires_grad=True).numpy)
+
+
+def test_loader_kwargs_checks_pin_memory_and_type():
+    checks.assert_loader_kwargs({"pin_memory": True, "num_workers": 2}, True, "k")
+    checks.assert_loader_kwargs({}, False, "k")
+    fails_with("pin_memory", checks.assert_loader_kwargs, {"pin_memory": True}, False, "k")
+    fails_with("pin_memory", checks.assert_loader_kwargs, {"num_workers": 0}, True, "k")
+    fails_with("not_a_dict", checks.assert_loader_kwargs, [("pin_memory", True)], True, "k")
+
+
+def test_training_checks():
+    model = nn.Linear(2, 1)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    fails_with("not_updated", checks.assert_updated, before, model, "m")
+    with torch.no_grad():
+        model.bias += 1
+    checks.assert_updated(before, model, "m")
+    model(torch.ones(1, 2)).sum().backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    checks.assert_gradients(model, grads, "m")
+    model(torch.ones(1, 2)).sum().backward()  # accumulated a second time
+    fails_with("stale_gradients", checks.assert_gradients, model, grads, "m")
+    loss = model(torch.ones(1, 2)).sum()
+    fails_with("not_detached", checks.assert_detached, loss, "m")
+    checks.assert_detached(loss.detach(), "m")
+
+
+def test_eval_buffer_and_state_checks():
+    model = nn.Sequential(nn.Linear(2, 2), nn.Dropout())
+    fails_with("not_eval", checks.assert_eval, model, "m")
+    model[1].eval()
+    fails_with("not_eval", checks.assert_eval, model, "m")  # a submodule still training
+    checks.assert_eval(model.eval(), "m")
+    layer = nn.Linear(2, 2)
+    layer.register_buffer("kept", torch.ones(1), persistent=False)
+    layer.register_buffer("saved", torch.ones(1))
+    layer.plain = torch.ones(1)
+    checks.assert_buffer(layer, "kept", "m", persistent=False)
+    fails_with("persistent_buffer", checks.assert_buffer, layer, "saved", "m", persistent=False)
+    fails_with("not_a_buffer", checks.assert_buffer, layer, "plain", "m", persistent=False)
+    fails_with("not_a_buffer", checks.assert_buffer, layer, "weight", "m", persistent=False)
+    fails_with("not_a_buffer", checks.assert_buffer, layer, "absent", "m", persistent=False)
+    before = {k: v.clone() for k, v in layer.state_dict().items()}
+    checks.assert_state_unchanged(layer, before, "m", "hint_autocast_keeps_model")
+    layer.half()
+    fails_with("model_modified", checks.assert_state_unchanged, layer, before, "m", "hint_autocast_keeps_model")
+
+
+def test_raises_and_none_checks():
+    def split():
+        raise ValueError("two devices")
+
+    checks.assert_raises(ValueError, "f()", split, hint="hint_split_devices")
+    fails_with("expected_error", checks.assert_raises, ValueError, "f()", lambda: None, hint="hint_split_devices")
+    fails_with("expected_error", checks.assert_raises, ValueError, "f()", lambda: 1 / 0, hint="hint_split_devices")
+    checks.assert_none(None, "f()", "hint_no_tensors")
+    fails_with("expected_none", checks.assert_none, torch.device("cpu"), "f()", "hint_no_tensors")
