@@ -9,7 +9,7 @@ ASSIGNMENTS := a1_tensor_to a2_module_to a3_precision_transfers
 LESSONS := $(wildcard notebooks/*.ipynb)
 SOURCES := $(foreach a,$(ASSIGNMENTS),source/$(a)/$(a).ipynb)
 
-.PHONY: install test demo lab notebooks release clean
+.PHONY: install test demo report lab notebooks release clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,8 +22,11 @@ install: $(VENV)/.installed
 test: install  ## the whole suite: unit tests, grading pipeline, nbval over lessons and solutions
 	$(BIN)/pytest
 
-demo: install  ## grade the bundled demo class with plain nbgrader commands
-	$(BIN)/course demo --root build/demo
+demo: install  ## grade the bundled demo class of every assignment with plain nbgrader commands
+	for a in $(ASSIGNMENTS); do $(BIN)/course demo --root build/demo/$$a --assignment $$a || exit 1; done
+
+report: install  ## what the graders catch, answer by answer, for every assignment
+	for a in $(ASSIGNMENTS); do $(BIN)/course report --root build/demo/$$a --assignment $$a --reuse || exit 1; done
 
 lab: install  ## JupyterLab for students
 	$(BIN)/jupyter lab notebooks release

@@ -15,3 +15,10 @@ c.Execute.interrupt_on_timeout = True
 
 # A student who deleted a test cell gets it back, so the test still counts (against them if it fails).
 c.OverwriteCells.add_missing_cells = True
+
+# Feedback shows every test's result and diagnostic, never the hidden tests' code (nbgrader issue 917).
+c.GenerateFeedback.preprocessors = [
+    "autograder.feedback.HideHiddenTests",
+    "nbgrader.preprocessors.GetGrades",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]

@@ -1,7 +1,9 @@
 """Assertion helpers for graders and tests.
 
 Each helper raises AssertionError whose message states what was expected, what was found, and the likely
-mistake with its fix: an English line, then a Chinese line (texts in messages.json).
+mistake with its fix: an English line, then a Chinese line (texts in messages.json). Every helper sets
+`__tracebackhide__`, which IPython and pytest honour, so a failure shows the student's code and the
+diagnostic rather than the grader's own frames.
 """
 import re
 import warnings
@@ -27,6 +29,7 @@ def _name(obj) -> str:
 
 
 def _fail(key, **fields):
+    __tracebackhide__ = True
     raise AssertionError(message(key, **fields))
 
 
@@ -36,6 +39,7 @@ def call(what, function, *args, **kwargs):
     Warnings it emits are recorded, not printed: nbgrader gives zero to a test cell that writes to
     stderr, and a correct answer must not lose points to a PyTorch warning. Failures still raise.
     """
+    __tracebackhide__ = True
     try:
         with warnings.catch_warnings(record=True):
             warnings.simplefilter("always")
@@ -49,17 +53,20 @@ def call(what, function, *args, **kwargs):
 
 
 def assert_tensor(obj, what):
+    __tracebackhide__ = True
     if not isinstance(obj, torch.Tensor):
         _fail("not_a_tensor", what=what, found=_name(obj))
 
 
 def assert_torch_device(obj, what):
+    __tracebackhide__ = True
     if not isinstance(obj, torch.device):
         _fail("not_a_device", what=what, found=f"{_name(obj)} {obj!r}")
 
 
 def assert_device_choice(chosen, expected, what, hint):
     """`chosen` is a torch.device naming `expected` (an unindexed expectation accepts any index)."""
+    __tracebackhide__ = True
     assert_torch_device(chosen, what)
     expected = torch.device(expected)
     if expected.index is None and chosen.type == expected.type or chosen == expected:
@@ -69,6 +76,7 @@ def assert_device_choice(chosen, expected, what, hint):
 
 def assert_device(t, device, what, original=None):
     """`t` lives on `device`; when `t` is `original` itself, diagnose the forgotten `x = x.to(...)`."""
+    __tracebackhide__ = True
     assert_tensor(t, what)
     if same_device(t.device, device):
         return
@@ -80,6 +88,7 @@ def assert_device(t, device, what, original=None):
 
 def assert_dtype(t, dtype, what, hint="dtype_hint_keep", original=None):
     """`t` has `dtype`; when `t` is `original` itself, diagnose the forgotten `x = x.to(...)`."""
+    __tracebackhide__ = True
     assert_tensor(t, what)
     if t.dtype != dtype and original is not None and t is original:
         _fail("forgot_assignment_dtype", what=what, expected=dtype, found=t.dtype)
@@ -88,6 +97,7 @@ def assert_dtype(t, dtype, what, hint="dtype_hint_keep", original=None):
 
 
 def assert_shape(t, shape, what):
+    __tracebackhide__ = True
     assert_tensor(t, what)
     if tuple(t.shape) != tuple(shape):
         _fail("wrong_shape", what=what, expected=tuple(shape), found=tuple(t.shape))
@@ -95,6 +105,7 @@ def assert_shape(t, shape, what):
 
 def assert_values(t, expected, what, atol=0.0):
     """Same values as `expected` (compared in float64 on the CPU); skipped where there is no data."""
+    __tracebackhide__ = True
     assert_tensor(t, what)
     assert_shape(t, expected.shape, what)
     if not (has_data(t.device) and has_data(expected.device)):
@@ -106,12 +117,14 @@ def assert_values(t, expected, what, atol=0.0):
 
 
 def assert_is(obj, expected, what, hint):
+    __tracebackhide__ = True
     if obj is not expected:
         _fail("not_same_object", what=what, expected_type=_name(expected), found_type=_name(obj),
               hint=text(hint))
 
 
 def assert_requires_grad(t, what):
+    __tracebackhide__ = True
     assert_tensor(t, what)
     if not t.requires_grad:
         _fail("no_requires_grad", what=what)
@@ -119,6 +132,7 @@ def assert_requires_grad(t, what):
 
 def assert_leaf(t, what):
     """A leaf that requires grad: what an optimizer can update."""
+    __tracebackhide__ = True
     assert_requires_grad(t, what)
     if not t.is_leaf:
         _fail("not_leaf", what=what, grad_fn=_name(t.grad_fn))
@@ -126,6 +140,7 @@ def assert_leaf(t, what):
 
 def assert_grad_connected(t, source, what):
     """`t` is `source` itself or computed from it, so gradients flow back to `source`."""
+    __tracebackhide__ = True
     assert_tensor(t, what)
     if t is source:
         return
@@ -135,6 +150,7 @@ def assert_grad_connected(t, source, what):
 
 def assert_batch_moved(result, original, device, what, depth=0):
     """Every tensor of a nested batch on `device` with its dtype; containers and other leaves unchanged."""
+    __tracebackhide__ = True
     if isinstance(original, torch.Tensor):
         if result is original and not same_device(original.device, device) and depth > 0:
             _fail("nested_not_moved", what=what, expected=torch.device(device), found=original.device)
@@ -160,6 +176,7 @@ def assert_batch_moved(result, original, device, what, depth=0):
 
 def assert_one_device(tensors: Mapping, what):
     """All named tensors share one device."""
+    __tracebackhide__ = True
     devices = sorted({str(t.device) for t in tensors.values()})
     if len(devices) > 1:
         _fail("mixed_devices", what=what, found=", ".join(devices))
@@ -167,6 +184,7 @@ def assert_one_device(tensors: Mapping, what):
 
 def assert_module_on(module, device, what):
     """Every parameter and buffer of `module` on `device`, and no tensor attribute left behind."""
+    __tracebackhide__ = True
     assert_module(module, what)
     for kind, named in (("kind_parameter", module.named_parameters()), ("kind_buffer", module.named_buffers())):
         for name, tensor in named:
@@ -183,6 +201,7 @@ def assert_module_on(module, device, what):
 
 def assert_raises(error_type, what, function, *args, hint):
     """Calling the student's `function` raises `error_type` (anything else is reported as found)."""
+    __tracebackhide__ = True
     try:
         with warnings.catch_warnings(record=True):
             function(*args)
@@ -196,6 +215,7 @@ def assert_raises(error_type, what, function, *args, hint):
 
 def assert_buffer(module, name, what, persistent):
     """`module.<name>` is a registered buffer, saved in `state_dict()` exactly when `persistent`."""
+    __tracebackhide__ = True
     if name in module._parameters:
         found = text("kind_parameter")
     elif name in module._buffers:
@@ -211,22 +231,26 @@ def assert_buffer(module, name, what, persistent):
 
 
 def assert_none(obj, what, hint):
+    __tracebackhide__ = True
     if obj is not None:
         _fail("expected_none", what=what, found=repr(obj), hint=text(hint))
 
 
 def assert_module(obj, what):
+    __tracebackhide__ = True
     if not isinstance(obj, nn.Module):
         _fail("not_a_module", what=what, found=_name(obj))
 
 
 def assert_eval(model, what):
+    __tracebackhide__ = True
     assert_module(model, what)
     if any(m.training for m in model.modules()):
         _fail("not_eval", what=what)
 
 
 def assert_detached(t, what):
+    __tracebackhide__ = True
     assert_tensor(t, what)
     if t.requires_grad or t.grad_fn is not None:
         _fail("not_detached", what=what, grad_fn=_name(t.grad_fn))
@@ -234,6 +258,7 @@ def assert_detached(t, what):
 
 def assert_updated(before: Mapping, model, what):
     """At least one parameter differs from the snapshot `before` (name → tensor)."""
+    __tracebackhide__ = True
     after = dict(model.named_parameters())
     if all(torch.equal(after[name].detach().cpu(), value.cpu()) for name, value in before.items()):
         _fail("not_updated", what=what)
@@ -241,6 +266,7 @@ def assert_updated(before: Mapping, model, what):
 
 def assert_gradients(model, expected: Mapping, what, atol=1e-6):
     """Each parameter's `.grad` equals the gradient of this batch alone (no stale gradients added)."""
+    __tracebackhide__ = True
     for name, param in model.named_parameters():
         grad = param.grad
         diff = (grad.detach().cpu() - expected[name].cpu()).abs().max().item() if grad is not None else float("inf")
@@ -250,6 +276,7 @@ def assert_gradients(model, expected: Mapping, what, atol=1e-6):
 
 def assert_state_unchanged(model, before: Mapping, what, hint):
     """Every entry of `model.state_dict()` keeps the dtype and values of the snapshot `before`."""
+    __tracebackhide__ = True
     for name, tensor in model.state_dict().items():
         if tensor.dtype != before[name].dtype:
             _fail("model_modified", what=what, name=name, expected=before[name].dtype, found=tensor.dtype,
@@ -259,12 +286,14 @@ def assert_state_unchanged(model, before: Mapping, what, hint):
 
 def assert_transfers(counter, expected, what):
     """A `probes.count_transfers()` counter saw exactly `expected` copies between devices."""
+    __tracebackhide__ = True
     if counter.transfers != expected:
         _fail("transfer_count", what=what, found=counter.transfers)
 
 
 def assert_loader_kwargs(kwargs, pin_memory, what):
     """DataLoader keyword arguments whose `pin_memory` is `pin_memory` (a missing key means False)."""
+    __tracebackhide__ = True
     if not isinstance(kwargs, dict):
         _fail("not_a_dict", what=what, found=_name(kwargs))
     found = kwargs.get("pin_memory", False)
@@ -274,6 +303,7 @@ def assert_loader_kwargs(kwargs, pin_memory, what):
 
 def assert_ndarray(array, tensor, what):
     """`array` is a numpy array with the tensor's shape, dtype and values."""
+    __tracebackhide__ = True
     import numpy
 
     if not isinstance(array, numpy.ndarray):

@@ -150,3 +150,66 @@ def students_from_corpus(answers: list[Answer]) -> dict[str, list[Answer]]:
     students |= {f"mistakes-{k + 1}": column for k, column in enumerate(columns(False))}
     students |= {f"styles-{k + 1}": column for k, column in enumerate(columns(True))}
     return students
+
+
+def hidden_lines(source, regions=("SOLUTION", "HIDDEN TESTS")) -> set[str]:
+    """Lines that stand only inside the given regions of a source notebook, never outside them."""
+    kinds = "|".join(regions)
+    inside, hidden, visible = False, set(), set()
+    for cell in source.cells:
+        for line in cell.source.splitlines():
+            stripped = line.strip()
+            if re.match(rf"### BEGIN ({kinds})", stripped):
+                inside = True
+            elif re.match(rf"### END ({kinds})", stripped):
+                inside = False
+            elif stripped:
+                (hidden if inside else visible).add(stripped)
+    return hidden - visible
+
+
+UNTOUCHED = "untouched"   # submitted the release notebook as it is
+BROKEN = "broken-json"    # a file that is not a notebook at all
+
+
+@dataclass
+class GradedClass:
+    """What grading the demo class left: scores per student, and who could not be graded."""
+    root: Path
+    assignment: str
+    students: dict          # student → corpus answers they wrote
+    scores: dict            # student → {test cell: points}
+    not_graded: list
+
+    def diagnostics(self, student):
+        return diagnostics(self.root, self.assignment, student)
+
+
+def grade_demo_class(root: Path, assignment: str, progress=print, reuse=False) -> GradedClass:
+    """Build the class of `students_from_corpus` (plus an untouched and a broken submission) in `root`
+    and grade it with the real `nbgrader autograde`, `generate_feedback` and `export`.
+
+    With `reuse`, a class already graded in `root` is read back instead.
+    """
+    students = students_from_corpus(load_corpus(assignment))
+    everyone = [*students, UNTOUCHED, BROKEN]
+    if not (reuse and (root / "gradebook.db").exists()):
+        prepare_course(root, assignment)
+        for student, answers in students.items():
+            submit(root, assignment, student, solved_notebook(root, assignment, answers))
+        submit(root, assignment, UNTOUCHED, raw=notebook_path(root, "release", assignment).read_bytes())
+        submit(root, assignment, BROKEN, raw=b'{"cells": [ this is not JSON')
+        seen = []
+
+        def report_progress(line):
+            # nbgrader logs "Sanitizing <root>/submitted/<student>/..." once per submission
+            if "Sanitizing" in line and "/submitted/" in line:
+                seen.append(line)
+                progress(f"  [{len(seen)}/{len(everyone)}] {line.split('/submitted/')[1].split('/')[0]}")
+
+        _, log = nbgrader(root, "autograde", assignment, check=False, stream=report_progress)
+        (root / "autograde.log").write_text(log, "utf-8")
+        nbgrader(root, "generate_feedback", assignment)
+        nbgrader(root, "export")
+    graded = scores(root, assignment)
+    return GradedClass(root, assignment, students, graded, [s for s in everyone if s not in graded])

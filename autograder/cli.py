@@ -1,4 +1,4 @@
-"""`course`: the instructor's command line (`course demo`, …)."""
+"""`course`: the instructor's command line."""
 import argparse
 import sys
 from pathlib import Path
@@ -6,66 +6,88 @@ from pathlib import Path
 from . import classroom
 from .messages import message
 
-UNTOUCHED = "untouched"   # submitted the release notebook as it is
-BROKEN = "broken-json"    # a file that is not a notebook at all
-
 
 def demo(args) -> int:
     """Grade the bundled demo class from scratch with plain nbgrader commands and print the results."""
-    root, assignment = Path(args.root).resolve(), args.assignment
+    graded = grade(args)
+    print_scores(graded)
+    print_diagnostics(graded)
+    return finish(graded)
+
+
+def report(args) -> int:
+    """Grade the mistake corpus and show, answer by answer, what the tests catch."""
+    graded = grade(args)
+    print_report(graded)
+    return finish(graded)
+
+
+def grade(args) -> classroom.GradedClass:
+    root = Path(args.root).resolve()
     say(f"Course folder: {root}", f"课程目录：{root}")
-    classroom.prepare_course(root, assignment)
-
-    students = classroom.students_from_corpus(classroom.load_corpus(assignment))
-    for student, answers in students.items():
-        classroom.submit(root, assignment, student, classroom.solved_notebook(root, assignment, answers))
-    release = classroom.notebook_path(root, "release", assignment)
-    classroom.submit(root, assignment, UNTOUCHED, raw=release.read_bytes())
-    classroom.submit(root, assignment, BROKEN, raw=b'{"cells": [ this is not JSON')
-    total = len(students) + 2
-
-    done = []
-
-    def progress(line):
-        # nbgrader logs "Sanitizing <root>/submitted/<student>/<assignment>/..." once per submission
-        if "Sanitizing" in line and "/submitted/" in line:
-            done.append(line)
-            student = line.split("/submitted/")[1].split("/")[0]
-            print(f"  [{len(done)}/{total}] {student}", flush=True)
-
-    say(f"Autograding {total} submissions with `nbgrader autograde {assignment}` …",
-        f"正在用 `nbgrader autograde {assignment}` 自动评分 {total} 份提交……")
-    code, log = classroom.nbgrader(root, "autograde", assignment, check=False, stream=progress)
-    scores = classroom.scores(root, assignment)
-    failed = sorted((set(students) | {UNTOUCHED, BROKEN}) - set(scores))
-    classroom.nbgrader(root, "generate_feedback", assignment)
-    classroom.nbgrader(root, "export")
-
-    print_table(root, assignment, scores)
-    for student in failed:
-        say(f"! {student}: not graded, the file is not a readable notebook (see {root / 'nbgrader.log'}).",
-            f"! {student}：未评分，文件不是可读取的笔记本（见 {root / 'nbgrader.log'}）。")
-    (root / "nbgrader.log").write_text(log, "utf-8")
-    say(f"Grades: {root / 'grades.csv'} · feedback: {root / 'feedback'}",
-        f"成绩：{root / 'grades.csv'} · 反馈：{root / 'feedback'}")
-    unexpected = [s for s in failed if s != BROKEN]
-    return 1 if unexpected else 0
+    say(f"Autograding with `nbgrader autograde {args.assignment}` …",
+        f"正在用 `nbgrader autograde {args.assignment}` 自动评分……")
+    return classroom.grade_demo_class(root, args.assignment, progress=lambda line: print(line, flush=True),
+                                      reuse=getattr(args, "reuse", False))
 
 
-def print_table(root, assignment, scores):
-    cells = sorted({cell for grades in scores.values() for cell in grades})
-    width = max(len(s) for s in scores) + 2
+def finish(graded) -> int:
+    log = graded.root / "autograde.log"
+    for student in graded.not_graded:
+        say(f"! {student}: not graded, the file is not a readable notebook (see {log}).",
+            f"! {student}：未评分，文件不是可读取的笔记本（见 {log}）。")
+    say(f"Grades: {graded.root / 'grades.csv'} · feedback: {graded.root / 'feedback'}",
+        f"成绩：{graded.root / 'grades.csv'} · 反馈：{graded.root / 'feedback'}")
+    # the broken file is part of the demonstration; any other ungraded submission is a failure
+    return 1 if set(graded.not_graded) - {classroom.BROKEN} else 0
+
+
+def print_scores(graded):
+    cells = sorted({cell for grades in graded.scores.values() for cell in grades})
+    width = max(len(s) for s in graded.scores) + 2
     print()
     print("student".ljust(width) + " ".join(c.removeprefix("test_").ljust(12) for c in cells) + "total")
-    for student, grades in sorted(scores.items()):
+    for student, grades in sorted(graded.scores.items()):
         row = " ".join(f"{grades.get(c, 0):g}".ljust(12) for c in cells)
         print(student.ljust(width) + row + f"{sum(grades.values()):g}")
     print()
-    for student in sorted(scores):
-        for cell, shown in classroom.diagnostics(root, assignment, student).items():
+
+
+def print_diagnostics(graded):
+    for student in sorted(graded.scores):
+        for cell, shown in graded.diagnostics(student).items():
             print(f"- {student} · {cell}:")
             for line in shown.splitlines()[:2]:
                 print(f"    {line}")
+
+
+def print_report(graded):
+    """exercise × answer → points, and the diagnostic the student saw."""
+    rows = []
+    for student, answers in graded.students.items():
+        shown = graded.diagnostics(student)
+        for answer in answers:
+            cell = f"test_{answer.exercise}"
+            points = graded.scores.get(student, {}).get(cell)
+            rows.append((answer, points, shown.get(cell, "")))
+    print()
+    print(f"{'exercise':20} {'answer':40} {'kind':8} {'points':7} diagnostic")
+    for answer, points, shown in sorted(rows, key=lambda r: (r[0].exercise, r[0].correct, r[0].id)):
+        kind = "right" if answer.correct else "wrong"
+        first = shown.splitlines()[:2] if shown else ["—"]
+        print(f"{answer.exercise:20} {answer.id:40} {kind:8} {points if points is not None else '?':<7} {first[0]}")
+        for line in first[1:]:
+            print(" " * 79 + line)
+    wrong = [r for r in rows if not r[0].correct]
+    right = [r for r in rows if r[0].correct]
+    caught = sum(1 for _, points, _ in wrong if points == 0)
+    full = graded.scores["solution"]  # the instructor's solution earns every point
+    kept = sum(1 for answer, points, _ in right if points == full[f"test_{answer.exercise}"])
+    print()
+    say(f"{graded.assignment}: {len(rows)} answers; {caught}/{len(wrong)} mistakes caught; "
+        f"{kept}/{len(right)} correct answers kept full marks.",
+        f"{graded.assignment}：共 {len(rows)} 个答案；发现 {caught}/{len(wrong)} 个错误；"
+        f"{kept}/{len(right)} 个正确答案得到满分。")
 
 
 def say(en, zh):
@@ -76,10 +98,16 @@ def say(en, zh):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="course", description=message("cli_description"))
     commands = parser.add_subparsers(dest="command", required=True)
-    run_demo = commands.add_parser("demo", help="grade the bundled demo class / 为自带的演示班级评分")
-    run_demo.add_argument("--root", default="build/demo", help="course folder to create / 要创建的课程目录")
-    run_demo.add_argument("--assignment", default="a1_tensor_to")
-    run_demo.set_defaults(run=demo)
+    for name, run, help_text in [
+        ("demo", demo, "grade the bundled demo class / 为自带的演示班级评分"),
+        ("report", report, "what the tests catch, answer by answer / 逐个答案展示测试发现了什么"),
+    ]:
+        command = commands.add_parser(name, help=help_text)
+        command.add_argument("--root", default=f"build/{name}", help="course folder to create / 要创建的课程目录")
+        command.add_argument("--assignment", default="a1_tensor_to", help="assignment to grade / 要评分的作业")
+        command.set_defaults(run=run)
+    commands.choices["report"].add_argument(
+        "--reuse", action="store_true", help="read a class already graded in --root / 读取 --root 中已评分的班级")
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -4,6 +4,8 @@ Wrong answers must lose exactly their own exercise's points and show the diagnos
 right answers in other styles keep every point; the untouched release earns nothing; a broken file is
 reported while the rest of the class is graded.
 """
+import html
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -28,7 +30,7 @@ def max_points(assignment):
 
 
 @dataclass
-class GradedClass:
+class DemoRun:
     output: str
     root: Path
     scores: dict
@@ -49,7 +51,7 @@ def graded(tmp_path_factory):
             done = subprocess.run([str(course), "demo", "--root", str(root), "--assignment", assignment],
                                   capture_output=True, text=True, timeout=900)
             assert done.returncode == 0, done.stdout + done.stderr
-            runs[assignment] = GradedClass(done.stdout, root, classroom.scores(root, assignment))
+            runs[assignment] = DemoRun(done.stdout, root, classroom.scores(root, assignment))
         return runs[assignment]
 
     return run
@@ -116,3 +118,44 @@ def test_demo_writes_grades_feedback_and_table(graded, assignment):
     assert header.split() == ["student", *(c.removeprefix("test_") for c in sorted(max_points(assignment))), "total"]
     total = len(STUDENTS[assignment]) + 2
     assert f"[{total}/{total}]" in run.output
+
+
+def visible_text(page: str) -> str:
+    """What a person reads on an HTML page: tags dropped (syntax highlighting splits code into spans)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_feedback_shows_diagnostics_but_no_hidden_test_code(graded, assignment):
+    run = graded(assignment)
+    source = nbformat.read(classroom.notebook_path(classroom.ROOT, "source", assignment), as_version=4)
+    secret = {line for line in classroom.hidden_lines(source, regions=["HIDDEN TESTS"]) if len(line) > 8}
+    autograded = classroom.notebook_path(run.root, "autograded", assignment, "mistakes-1").read_text("utf-8")
+    assert any(line in autograded for line in secret)  # there was something to hide
+    for student in run.scores:
+        page = visible_text(classroom.notebook_path(run.root, "feedback", assignment, student)
+                            .with_suffix(".html").read_text("utf-8"))
+        leaked = sorted(line for line in secret if line in page)
+        assert not leaked, f"{student}'s feedback shows hidden test code: {leaked[:3]}"
+        assert "Traceback (most recent call last)" not in page
+        for cell, shown in run.diagnostics(assignment, student).items():
+            english, chinese = shown.split("\n")[:2]
+            assert english.split(": ", 1)[1][:60] in page and chinese[:40] in page, (student, cell)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_report_lists_every_answer_with_its_points(graded, assignment):
+    run = graded(assignment)
+    course = Path(sys.executable).parent / "course"
+    done = subprocess.run([str(course), "report", "--root", str(run.root), "--assignment", assignment, "--reuse"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {line.split()[1]: line.split() for line in done.stdout.splitlines()
+            if len(line.split()) > 3 and line.split()[2] in ("right", "wrong")}
+    points = max_points(assignment)
+    for answer in CORPUS[assignment]:
+        expected = points[f"test_{answer.exercise}"] if answer.correct else 0
+        assert float(rows[answer.id][3]) == expected, answer.id
+    wrong = sum(not a.correct for a in CORPUS[assignment])
+    right = len(CORPUS[assignment]) - wrong
+    assert f"{wrong}/{wrong} mistakes caught; {right}/{right} correct answers kept full marks" in done.stdout

@@ -74,28 +74,13 @@ def test_committed_release_is_what_nbgrader_generates(regenerated):
     assert committed == fresh, f"release/{assignment} is stale: run `make release` and commit it"
 
 
-def hidden_lines(source) -> set[str]:
-    """Lines that exist only inside solutions and hidden tests of the source notebook."""
-    inside, hidden, visible = False, set(), set()
-    for cell in source.cells:
-        for line in cell.source.splitlines():
-            stripped = line.strip()
-            if re.match(r"### BEGIN (SOLUTION|HIDDEN TESTS)", stripped):
-                inside = True
-            elif re.match(r"### END (SOLUTION|HIDDEN TESTS)", stripped):
-                inside = False
-            elif stripped:
-                (hidden if inside else visible).add(stripped)
-    return hidden - visible
-
-
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_release_contains_no_solution_or_hidden_test(assignment):
     source = nbformat.read(classroom.notebook_path(ROOT, "source", assignment), as_version=4)
     release = nbformat.read(classroom.notebook_path(ROOT, "release", assignment), as_version=4)
     release_text = "\n".join(cell.source for cell in release.cells)
     release_lines = {line.strip() for line in release_text.splitlines()}
-    secret = {line for line in hidden_lines(source) if len(line) > 8}
+    secret = {line for line in classroom.hidden_lines(source) if len(line) > 8}
     assert len(secret) > 20  # the check below means something only if there is something to hide
     leaked = [line for line in secret if line in release_lines]
     assert not leaked, f"release/{assignment} leaks: {leaked[:5]}"
