@@ -6,6 +6,7 @@ import nbformat
 import pytest
 
 from autograder import classroom
+from autograder.glossary import missing_terms
 
 ROOT = classroom.ROOT
 NOTEBOOKS = sorted([*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("source/*/*.ipynb"), *ROOT.glob("release/*/*.ipynb")])
@@ -57,6 +58,15 @@ def test_each_language_is_written_in_its_language(path):
         elif lang == "lang-zh":
             cjk, latin = len(CJK.findall(text)), len(LATIN.findall(text))
             assert cjk >= 0.3 * (cjk + latin), f"{where}: mostly untranslated ({cjk} Chinese vs {latin} Latin letters)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_chinese_twins_use_the_glossary_terms(path):
+    cells = nbformat.read(path, as_version=4).cells
+    for index, cell in enumerate(cells[:-1]):
+        if language(cell) == "lang-en" and language(cells[index + 1]) == "lang-zh":
+            missing = missing_terms(prose(cell), prose(cells[index + 1]))
+            assert not missing, f"{path.name} cell {index + 1}: the Chinese text lacks {missing}"
 
 
 @pytest.fixture(scope="module", params=ASSIGNMENTS)
