@@ -90,6 +90,15 @@ def print_report(graded):
         f"{kept}/{len(right)} 个正确答案得到满分。")
 
 
+def view(args) -> int:
+    """Write monolingual copies of notebooks (not committed: views/ is ignored)."""
+    from .views import write_views
+
+    for path in write_views(args.notebooks, args.lang, Path(args.out)):
+        print(path)
+    return 0
+
+
 def say(en, zh):
     print(en)
     print(zh, flush=True)
@@ -106,6 +115,11 @@ def main(argv=None) -> int:
         command.add_argument("--root", default=f"build/{name}", help="course folder to create / 要创建的课程目录")
         command.add_argument("--assignment", default="a1_tensor_to", help="assignment to grade / 要评分的作业")
         command.set_defaults(run=run)
+    run_view = commands.add_parser("view", help="monolingual copies of notebooks / 生成单语版本的笔记本")
+    run_view.add_argument("--lang", required=True, choices=["en", "zh", "zh-hant"])
+    run_view.add_argument("--out", default="views", help="folder for the copies / 副本所在目录")
+    run_view.add_argument("notebooks", nargs="+")
+    run_view.set_defaults(run=view)
     commands.choices["report"].add_argument(
         "--reuse", action="store_true", help="read a class already graded in --root / 读取 --root 中已评分的班级")
     args = parser.parse_args(argv)

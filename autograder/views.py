@@ -1,0 +1,63 @@
+"""Monolingual copies of the bilingual notebooks, for students who prefer one language.
+
+Prose cells of the other language are dropped; 繁體 is converted from 简体 with OpenCC (s2twp), the
+glossary's Traditional terms overriding OpenCC's phrase choices. Code cells, answer cells and nbgrader
+metadata pass through untouched, so a graded notebook viewed in one language is still gradable.
+"""
+from functools import cache
+from pathlib import Path
+
+import nbformat
+
+from .glossary import terms
+
+LANGUAGES = {"en": "lang-en", "zh": "lang-zh", "zh-hant": "lang-zh"}
+# Private-use characters: OpenCC leaves them alone, and no course text contains them.
+OPEN, CLOSE = "\ue000", "\ue001"
+
+
+@cache
+def _converter():
+    import opencc
+
+    return opencc.OpenCC("s2twp")
+
+
+def to_traditional(text: str) -> str:
+    """简体 → 繁體 (Taiwan phrasing), with the glossary's terms as the glossary spells them."""
+    glossary = sorted(terms(), key=lambda t: len(t["zh"]), reverse=True)  # longest first: 叶子张量 before 张量
+    for index, term in enumerate(glossary):
+        text = text.replace(term["zh"], f"{OPEN}{index}{CLOSE}")
+    text = _converter().convert(text)
+    for index, term in enumerate(glossary):
+        text = text.replace(f"{OPEN}{index}{CLOSE}", term["zh-hant"])
+    return text
+
+
+def monolingual(notebook, lang: str):
+    """A copy of `notebook` with only `lang`'s prose."""
+    keep = LANGUAGES[lang]
+    view = nbformat.from_dict(notebook)  # a deep copy
+    cells = []
+    for cell in view.cells:
+        tags = set(cell.metadata.get("tags", []))
+        prose_lang = next((t for t in tags if t in ("lang-en", "lang-zh")), None)
+        if prose_lang is None:
+            cells.append(cell)  # code, answer cells, anything untagged: untouched
+        elif prose_lang == keep:
+            if lang == "zh-hant":
+                cell.source = to_traditional(cell.source)
+            cells.append(cell)
+    view.cells = cells
+    view.metadata["language"] = lang
+    return view
+
+
+def write_views(paths, lang: str, out: Path) -> list[Path]:
+    written = []
+    for path in map(Path, paths):
+        target = out / lang / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(monolingual(nbformat.read(path, as_version=4), lang), target)
+        written.append(target)
+    return written

@@ -1,0 +1,82 @@
+"""`course view`: monolingual copies that keep code, answers and nbgrader metadata untouched."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import classroom
+from autograder.glossary import terms
+from autograder.views import monolingual, to_traditional
+
+ROOT = classroom.ROOT
+LESSON = ROOT / "notebooks" / "03_module_to.ipynb"
+RELEASE = classroom.notebook_path(ROOT, "release", "a1_tensor_to")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def prose(notebook, tag):
+    return [c for c in notebook.cells if tag in c.metadata.get("tags", [])]
+
+
+def untouched(notebook):
+    """Everything a view must leave alone: code cells, answer cells, nbgrader metadata, in order."""
+    return [(c.cell_type, c.source, c.metadata.get("nbgrader")) for c in notebook.cells
+            if c.cell_type == "code" or c.metadata.get("nbgrader", {}).get("solution")]
+
+
+@pytest.mark.parametrize("path", [LESSON, RELEASE], ids=["lesson", "release"])
+@pytest.mark.parametrize("lang, kept, dropped", [("en", "lang-en", "lang-zh"), ("zh", "lang-zh", "lang-en"),
+                                                 ("zh-hant", "lang-zh", "lang-en")])
+def test_a_view_keeps_one_language_and_all_code(path, lang, kept, dropped):
+    original = nbformat.read(path, as_version=4)
+    view = monolingual(original, lang)
+    assert not prose(view, dropped)
+    assert len(prose(view, kept)) == len(prose(original, kept)) > 0
+    assert untouched(view) == untouched(original)
+    nbformat.validate(view)
+
+
+def test_english_and_simplified_views_keep_the_text_as_written():
+    original = nbformat.read(LESSON, as_version=4)
+    for lang, tag in [("en", "lang-en"), ("zh", "lang-zh")]:
+        assert [c.source for c in prose(monolingual(original, lang), tag)] == [c.source for c in prose(original, tag)]
+
+
+def test_traditional_view_is_converted_and_follows_the_glossary():
+    view = monolingual(nbformat.read(LESSON, as_version=4), "zh-hant")
+    text = "\n".join(c.source for c in prose(view, "lang-zh"))
+    assert "參數" in text and "引數" not in text  # OpenCC alone would write 引數 for 参数
+    assert "緩衝區" in text and "裝置" in text
+    for term in terms():
+        if term["zh"] != term["zh-hant"]:
+            assert term["zh"] not in text, f"simplified {term['zh']} left in the Traditional view"
+
+
+def test_traditional_conversion_overrides_opencc_with_glossary_terms():
+    assert to_traditional("参数和叶子张量") == "參數和葉子張量"
+    assert to_traditional("默认的内存") == "預設的記憶體"  # OpenCC's own conversion still applies elsewhere
+
+
+def test_course_view_writes_copies(tmp_path):
+    course = Path(sys.executable).parent / "course"
+    done = subprocess.run([str(course), "view", "--lang", "zh-hant", "--out", str(tmp_path), str(LESSON)],
+                          capture_output=True, text=True, check=True)
+    written = tmp_path / "zh-hant" / LESSON.name
+    assert done.stdout.strip() == str(written)
+    assert nbformat.read(written, as_version=4).metadata["language"] == "zh-hant"
+
+
+def test_a_solved_notebook_viewed_in_traditional_chinese_is_still_gradable(tmp_path):
+    course = tmp_path / "course"
+    classroom.prepare_course(course, "a1_tensor_to")
+    solved = classroom.solved_notebook(course, "a1_tensor_to")
+    classroom.submit(course, "a1_tensor_to", "student", monolingual(solved, "zh-hant"))
+    classroom.nbgrader(course, "autograde", "a1_tensor_to")
+    graded = classroom.scores(course, "a1_tensor_to")["student"]
+    source = nbformat.read(classroom.notebook_path(ROOT, "source", "a1_tensor_to"), as_version=4)
+    full = {c.metadata.nbgrader["grade_id"]: c.metadata.nbgrader["points"] for c in source.cells
+            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
+    assert graded == full
