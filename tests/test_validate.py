@@ -1,0 +1,38 @@
+"""`nbgrader validate`, as a student runs it before submitting."""
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import classroom
+
+ASSIGNMENT = "a1_tensor_to"
+
+
+def validate(path: Path) -> str:
+    nbgrader = Path(sys.executable).parent / "nbgrader"
+    done = subprocess.run([str(nbgrader), "validate", str(path)], cwd=path.parent, capture_output=True, text=True,
+                          timeout=300)
+    return done.stdout + done.stderr
+
+
+@pytest.fixture
+def student_folder(tmp_path):
+    return tmp_path
+
+
+def test_release_filled_with_the_solution_validates(student_folder):
+    path = student_folder / f"{ASSIGNMENT}.ipynb"
+    nbformat.write(classroom.solved_notebook(classroom.ROOT, ASSIGNMENT), path)
+    assert "Success! Your notebook passes all the tests." in validate(path)
+
+
+def test_untouched_release_fails_validation_with_a_clear_bilingual_message(student_folder):
+    path = student_folder / f"{ASSIGNMENT}.ipynb"
+    path.write_bytes(classroom.notebook_path(classroom.ROOT, "release", ASSIGNMENT).read_bytes())
+    shown = validate(path)
+    assert "VALIDATION FAILED ON" in shown and "Success!" not in shown
+    # nbgrader wraps long lines, so look for the start of each language's message
+    assert "not answered yet" in shown and "尚未作答" in shown
