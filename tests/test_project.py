@@ -40,3 +40,20 @@ def test_gpu_job_really_has_cuda():
     """Under COURSE_REQUIRE_CUDA=1 (the GPU CI job) the suite must be running with CUDA."""
     if cuda_required():
         assert torch.cuda.is_available()
+
+
+def test_readme_seed_table_points_at_sections_that_exist():
+    import nbformat
+
+    readme = (ROOT / "README.md").read_text("utf-8")
+    table = readme.split("### What the seed articles say")[1].split("###")[0]
+    references = re.findall(r'lesson (\d)((?: § "[^"]+",?)*)', table)
+    assert len(references) >= 15
+    for number, sections in references:
+        (path,) = ROOT.glob(f"notebooks/0{number}_*.ipynb")
+        headings = [line.lstrip("#").strip() for cell in nbformat.read(path, as_version=4).cells
+                    if "lang-en" in cell.metadata.get("tags", []) for line in cell.source.splitlines()
+                    if line.startswith("#")]
+        for section in re.findall(r'"([^"]+)"', sections):
+            assert any(h.startswith(section) for h in headings), f"lesson {number} has no section {section!r}"
+    assert "{{EJS4}}" in table and "{{EJS6}}" in table
