@@ -9,7 +9,7 @@ ASSIGNMENTS := a1_tensor_to a2_module_to a3_precision_transfers
 LESSONS := $(wildcard notebooks/*.ipynb)
 SOURCES := $(foreach a,$(ASSIGNMENTS),source/$(a)/$(a).ipynb)
 
-.PHONY: install test demo report lab notebooks release clean
+.PHONY: install test browser demo report lab notebooks release clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,8 +19,13 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-test: install  ## the whole suite: unit tests, grading pipeline, nbval over lessons and solutions
+test: install browser  ## the whole suite: unit tests, grading pipeline, browser test, nbval over lessons and solutions
 	$(BIN)/pytest
+
+browser:  ## Debian's Chromium and a CJK font for the browser test (needs root and apt-get; no browser download)
+	@command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-zenhei; } || \
+	  echo "Chromium is not installed: install it (Debian/Ubuntu: apt-get install chromium) for the browser test."
 
 demo: install  ## grade the bundled demo class of every assignment with plain nbgrader commands
 	for a in $(ASSIGNMENTS); do $(BIN)/course demo --root build/demo/$$a --assignment $$a || exit 1; done
@@ -29,7 +34,7 @@ report: install  ## what the graders catch, answer by answer, for every assignme
 	for a in $(ASSIGNMENTS); do $(BIN)/course report --root build/demo/$$a --assignment $$a --reuse || exit 1; done
 
 lab: install  ## JupyterLab for students
-	$(BIN)/jupyter lab notebooks release
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root)
 
 notebooks: install  ## re-run lessons and solutions top to bottom, storing their outputs
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.record_timing=False $(LESSONS) $(SOURCES)
