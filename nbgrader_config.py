@@ -22,3 +22,29 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+
+# Untrusted submissions (README, "Threat model"). Every grading kernel first remembers the real PyTorch
+# and course functions (tampering is then reported by the tests) and caps its own memory and CPU time.
+# The same settings apply to `nbgrader validate`, so students see tampering reported as the grader will.
+from autograder.kernel import kernel_arguments  # noqa: E402
+
+c.Execute.extra_arguments = kernel_arguments(memory_bytes=6 * 2**30, cpu_seconds=600)
+
+# nbgrader's own autograde pipelines, with two changes: cells claiming unknown grade ids (forged or
+# duplicated test cells) become ordinary cells before OverwriteCells, and a kernel that dies or hangs
+# costs only the cells that did not run.
+from nbgrader.converters import Autograde  # noqa: E402
+from nbgrader.preprocessors import Execute, OverwriteCells  # noqa: E402
+
+
+def nbgrader_default(trait):
+    return Autograde.class_traits()[trait].default()
+
+
+sanitize = nbgrader_default("sanitize_preprocessors")
+sanitize.insert(sanitize.index(OverwriteCells), "autograder.grading.ForgetUnknownCells")
+c.Autograde.sanitize_preprocessors = sanitize
+c.Autograde.autograde_preprocessors = [
+    "autograder.grading.SafeExecute" if preprocessor is Execute else preprocessor
+    for preprocessor in nbgrader_default("autograde_preprocessors")
+]

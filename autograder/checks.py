@@ -12,8 +12,15 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
+from . import integrity
 from .devices import has_data, same_device
 from .messages import message, text
+
+# Read a tensor's device and dtype through PyTorch's C type, which Python code cannot patch, and accept
+# only real tensors: a patched `torch.Tensor.device` or an imitation object cannot fake a result.
+_TENSOR_TYPES = (torch.Tensor, nn.Parameter)
+_device_of = torch._C.TensorBase.device.__get__
+_dtype_of = torch._C.TensorBase.dtype.__get__
 
 
 # Errors PyTorch raises for the classic mistakes, and the message that explains each.
@@ -40,21 +47,24 @@ def call(what, function, *args, **kwargs):
     stderr, and a correct answer must not lose points to a PyTorch warning. Failures still raise.
     """
     __tracebackhide__ = True
+    integrity.verify(what)
     try:
         with warnings.catch_warnings(record=True):
             warnings.simplefilter("always")
-            return function(*args, **kwargs)
+            result = function(*args, **kwargs)
     except NotImplementedError as error:
         raise AssertionError(message("not_answered", what=what)) from error
     except Exception as error:
         shown = f"{_name(error)}: {str(error).splitlines()[0] if str(error) else ''}"
         key = next((key for pattern, key in KNOWN_ERRORS if pattern.search(str(error))), "raised")
         raise AssertionError(message(key, what=what, error=shown)) from error
+    integrity.verify(what)
+    return result
 
 
 def assert_tensor(obj, what):
     __tracebackhide__ = True
-    if not isinstance(obj, torch.Tensor):
+    if type(obj) not in _TENSOR_TYPES:
         _fail("not_a_tensor", what=what, found=_name(obj))
 
 
@@ -78,22 +88,22 @@ def assert_device(t, device, what, original=None):
     """`t` lives on `device`; when `t` is `original` itself, diagnose the forgotten `x = x.to(...)`."""
     __tracebackhide__ = True
     assert_tensor(t, what)
-    if same_device(t.device, device):
+    if same_device(_device_of(t), device):
         return
     if original is not None and t is original:
         _fail("forgot_assignment",
-              what=what, expected=torch.device(device), found=t.device)
-    _fail("wrong_device", what=what, expected=torch.device(device), found=t.device)
+              what=what, expected=torch.device(device), found=_device_of(t))
+    _fail("wrong_device", what=what, expected=torch.device(device), found=_device_of(t))
 
 
 def assert_dtype(t, dtype, what, hint="dtype_hint_keep", original=None):
     """`t` has `dtype`; when `t` is `original` itself, diagnose the forgotten `x = x.to(...)`."""
     __tracebackhide__ = True
     assert_tensor(t, what)
-    if t.dtype != dtype and original is not None and t is original:
-        _fail("forgot_assignment_dtype", what=what, expected=dtype, found=t.dtype)
-    if t.dtype != dtype:
-        _fail("wrong_dtype", what=what, expected=dtype, found=t.dtype, hint=text(hint))
+    if _dtype_of(t) != dtype and original is not None and t is original:
+        _fail("forgot_assignment_dtype", what=what, expected=dtype, found=_dtype_of(t))
+    if _dtype_of(t) != dtype:
+        _fail("wrong_dtype", what=what, expected=dtype, found=_dtype_of(t), hint=text(hint))
 
 
 def assert_shape(t, shape, what):
@@ -108,7 +118,7 @@ def assert_values(t, expected, what, atol=0.0):
     __tracebackhide__ = True
     assert_tensor(t, what)
     assert_shape(t, expected.shape, what)
-    if not (has_data(t.device) and has_data(expected.device)):
+    if not (has_data(_device_of(t)) and has_data(_device_of(expected))):
         return
     diff = (t.detach().cpu().double() - expected.detach().cpu().double()).abs()
     largest = diff.max().item() if diff.numel() else 0.0
@@ -152,10 +162,10 @@ def assert_batch_moved(result, original, device, what, depth=0):
     """Every tensor of a nested batch on `device` with its dtype; containers and other leaves unchanged."""
     __tracebackhide__ = True
     if isinstance(original, torch.Tensor):
-        if result is original and not same_device(original.device, device) and depth > 0:
-            _fail("nested_not_moved", what=what, expected=torch.device(device), found=original.device)
+        if result is original and not same_device(_device_of(original), device) and depth > 0:
+            _fail("nested_not_moved", what=what, expected=torch.device(device), found=_device_of(original))
         assert_device(result, device, what, original=original)
-        assert_dtype(result, original.dtype, what)
+        assert_dtype(result, _dtype_of(original), what)
         assert_values(result, original, what)
         return
     if isinstance(original, (Mapping, list, tuple)) and type(result) is not type(original):
@@ -177,7 +187,7 @@ def assert_batch_moved(result, original, device, what, depth=0):
 def assert_one_device(tensors: Mapping, what):
     """All named tensors share one device."""
     __tracebackhide__ = True
-    devices = sorted({str(t.device) for t in tensors.values()})
+    devices = sorted({str(_device_of(t)) for t in tensors.values()})
     if len(devices) > 1:
         _fail("mixed_devices", what=what, found=", ".join(devices))
 
@@ -188,14 +198,14 @@ def assert_module_on(module, device, what):
     assert_module(module, what)
     for kind, named in (("kind_parameter", module.named_parameters()), ("kind_buffer", module.named_buffers())):
         for name, tensor in named:
-            if not same_device(tensor.device, device):
-                _fail("module_tensor_device", what=what, expected=torch.device(device), found=tensor.device,
+            if not same_device(_device_of(tensor), device):
+                _fail("module_tensor_device", what=what, expected=torch.device(device), found=_device_of(tensor),
                       kind=text(kind), name=name)
     for prefix, submodule in module.named_modules():
         for attribute, value in vars(submodule).items():
-            if isinstance(value, torch.Tensor) and not same_device(value.device, device):
+            if isinstance(value, torch.Tensor) and not same_device(_device_of(value), device):
                 name = f"{prefix}.{attribute}" if prefix else attribute
-                _fail("unregistered_tensor", what=what, expected=torch.device(device), found=value.device,
+                _fail("unregistered_tensor", what=what, expected=torch.device(device), found=_device_of(value),
                       name=name)
 
 
@@ -278,8 +288,8 @@ def assert_state_unchanged(model, before: Mapping, what, hint):
     """Every entry of `model.state_dict()` keeps the dtype and values of the snapshot `before`."""
     __tracebackhide__ = True
     for name, tensor in model.state_dict().items():
-        if tensor.dtype != before[name].dtype:
-            _fail("model_modified", what=what, name=name, expected=before[name].dtype, found=tensor.dtype,
+        if _dtype_of(tensor) != _dtype_of(before[name]):
+            _fail("model_modified", what=what, name=name, expected=_dtype_of(before[name]), found=_dtype_of(tensor),
                   hint=text(hint))
         assert_values(tensor, before[name], f"{what}: {name}")
 

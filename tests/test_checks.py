@@ -254,3 +254,20 @@ def test_raises_and_none_checks():
     fails_with("expected_error", checks.assert_raises, ValueError, "f()", lambda: 1 / 0, hint="hint_split_devices")
     checks.assert_none(None, "f()", "hint_no_tensors")
     fails_with("expected_none", checks.assert_none, torch.device("cpu"), "f()", "hint_no_tensors")
+
+
+class SubclassWithFakeDevice(torch.Tensor):
+    @property
+    def device(self):
+        return torch.device("meta")
+
+
+def test_a_tensor_subclass_faking_its_device_is_not_accepted():
+    fake = torch.ones(2).as_subclass(SubclassWithFakeDevice)
+    assert fake.device.type == "meta"  # what a naive check would believe
+    fails_with("not_a_tensor", checks.assert_device, fake, "meta", "x")
+
+
+def test_a_patched_tensor_device_does_not_fool_the_checks(monkeypatch):
+    monkeypatch.setattr(torch.Tensor, "device", property(lambda self: torch.device("meta")))
+    fails_with("wrong_device", checks.assert_device, torch.ones(2), "meta", "x")

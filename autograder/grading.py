@@ -1,0 +1,63 @@
+"""nbgrader preprocessors for grading untrusted submissions (configured in nbgrader_config.py)."""
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat.notebooknode import NotebookNode
+from nbgrader.api import Gradebook
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+
+from .messages import message
+
+
+class ForgetUnknownCells(NbGraderPreprocessor):
+    """Cells that claim a grade id the gradebook does not know lose their nbgrader metadata.
+
+    A forged test cell ("grade": true, 100 points) and the copy of a duplicated cell (whose metadata
+    DeduplicateIds empties) would otherwise make OverwriteCells fail, and with it the whole notebook.
+    They stay in the notebook as ordinary cells: they run, and earn nothing. Runs before OverwriteCells.
+    """
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gradebook:
+            notebook = gradebook.find_notebook(info["notebook"], info["assignment"])
+            self.known = {cell.name for cell in notebook.source_cells}
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, index):
+        claimed = cell.metadata.get("nbgrader")
+        if claimed is not None and claimed.get("grade_id") not in self.known:
+            self.log.warning("Cell %d claims unknown grade id %r: graded as an ordinary cell",
+                             index, claimed.get("grade_id"))
+            del cell.metadata["nbgrader"]
+        return cell, resources
+
+
+class SafeExecute(Execute):
+    """nbgrader's Execute, except that a kernel that dies or hangs costs only the cells it did not run.
+
+    When student code ends the kernel (`os._exit`, a segfault, the memory or CPU-time limit), or hangs
+    in a way the interrupt cannot stop, nbclient raises and nbgrader would record no grade at all for
+    the notebook. Here the cells that ran keep their outputs, and every code cell from the one that was
+    running onwards gets an error output, so its test earns zero instead of passing for want of output.
+    """
+
+    def preprocess(self, nb, resources, km=None):
+        self._running = 0
+        try:
+            return super().preprocess(nb, resources, km=km)
+        except (DeadKernelError, CellTimeoutError) as error:
+            key = "kernel_died" if isinstance(error, DeadKernelError) else "timed_out"
+            self.log.warning("%s in cell %d; the remaining cells earn no points", type(error).__name__,
+                             self._running)
+            for cell in nb.cells[self._running:]:
+                if cell.cell_type == "code":
+                    cell.outputs.append(stopped_output(type(error).__name__, key))
+            return nb, resources
+
+    def preprocess_cell(self, cell, resources, index):
+        self._running = index
+        return super().preprocess_cell(cell, resources, index)
+
+
+def stopped_output(ename, key) -> NotebookNode:
+    text = message(key)
+    return NotebookNode(output_type="error", ename=ename, evalue=text, traceback=[text])

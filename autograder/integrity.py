@@ -1,0 +1,98 @@
+"""Grading integrity: the real PyTorch and course functions, remembered before student code runs.
+
+A grading kernel (see `Execute.extra_arguments` in nbgrader_config.py) calls `start_grading()` at
+start-up, before any cell of the submission. Every student call made through `checks.call` and every
+hidden test then calls `verify()`, which fails, with a bilingual note, when any watched object is no
+longer the one remembered: a patched `torch.Tensor.to`, `.device` or `.dtype`, `nn.Module.to`,
+`torch.device`, a replaced check helper, an overridden builtin. Once tampering is seen, it stays seen.
+
+This stops the obvious ways of faking results from inside the notebook. It cannot stop an attacker
+who has full Python access in the same process and sets out to defeat this module too; the threat
+model in the README says so, and what protects against that (one container per submission).
+"""
+import builtins
+import functools
+import sys
+
+WATCHED = {
+    "torch": ["device", "equal", "is_tensor", "Tensor", "stack"],
+    "torch.Tensor": ["to", "device", "dtype", "is_leaf", "requires_grad", "grad_fn", "cpu", "detach",
+                     "numpy", "__class__", "shape", "is_floating_point"],
+    "torch.nn.Module": ["to", "parameters", "buffers", "named_parameters", "named_buffers", "modules",
+                        "named_modules", "state_dict", "__setattr__", "__getattr__"],
+    "torch.nn": ["Module", "Parameter"],
+    "builtins": ["isinstance", "type", "getattr", "vars", "len", "all", "any", "print", "__import__", "id"],
+    "autograder.checks": None,  # every public function
+    "autograder.messages": ["message", "text", "catalogue"],
+    "autograder.devices": ["grading_devices", "same_device", "has_data"],
+    "autograder.integrity": ["verify", "watched"],
+}
+
+_remembered: dict[str, object] = {}
+_tampered: set[str] = set()
+
+
+def watched() -> dict[str, object]:
+    """The current objects behind every watched name (class attributes read raw, so properties count)."""
+    import importlib
+
+    current = {}
+    for owner_name, names in WATCHED.items():
+        if owner_name in ("torch.Tensor", "torch.nn.Module"):
+            module_name, _, class_name = owner_name.rpartition(".")
+            owner = getattr(importlib.import_module(module_name), class_name)
+            lookup = functools.partial(_raw_attribute, owner)
+        else:
+            owner = importlib.import_module(owner_name)
+            lookup = functools.partial(getattr, owner)
+        if names is None:
+            names = [n for n, v in vars(owner).items() if callable(v) and not n.startswith("_")]
+        for name in names:
+            current[f"{owner_name}.{name}"] = lookup(name, None)
+    return current
+
+
+def _raw_attribute(cls, name, default=None):
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return default
+
+
+def remember():
+    """Record the watched objects as they are now (idempotent: the first record wins)."""
+    if not _remembered:
+        _remembered.update(watched())
+
+
+def start_grading():
+    """Called at kernel start-up in a grading kernel, before any student code.
+
+    Also checks after every cell, so that code which patches, fakes a result and restores the original
+    before the tests run is still seen.
+    """
+    remember()
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.events.register("post_run_cell", lambda *args: tampered())
+
+
+def tampered() -> list[str]:
+    """Names whose object differs from the remembered one (sticky: once seen, always reported)."""
+    remember()  # outside a grading kernel: the first check records what is there
+    now = watched()
+    _tampered.update(name for name, original in _remembered.items() if now.get(name) is not original)
+    return sorted(_tampered)
+
+
+def verify(what="grading"):
+    """Raise a bilingual AssertionError when anything watched was replaced."""
+    found = tampered()
+    if found:
+        from .messages import message
+
+        raise AssertionError(message("tampering", what=what, names=", ".join(found[:8])))
