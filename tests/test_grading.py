@@ -18,7 +18,7 @@ import pytest
 from autograder import classroom
 from autograder.messages import shows
 
-ASSIGNMENTS = sorted(path.stem for path in (classroom.ROOT / "tests" / "corpus").glob("*.toml"))
+ASSIGNMENTS = sorted(path.name for path in (classroom.ROOT / "source").iterdir() if path.is_dir())
 CORPUS = {assignment: classroom.load_corpus(assignment) for assignment in ASSIGNMENTS}
 STUDENTS = {assignment: classroom.students_from_corpus(CORPUS[assignment]) for assignment in ASSIGNMENTS}
 

@@ -10,6 +10,7 @@ import tomllib
 
 import nbformat
 import pytest
+import torch
 from nbformat.v4 import new_code_cell
 
 from autograder import classroom
@@ -112,6 +113,8 @@ def test_control_students_keep_full_marks(graded, student):
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.get("graded", True)], ids=lambda c: c["id"])
 def test_each_case_earns_exactly_what_it_should(graded, case):
+    if case.get("needs_memory_limit") and torch.cuda.is_available():
+        pytest.skip("no address-space limit in grading kernels where CUDA is present (autograder/kernel.py)")
     course, scores, log, _ = graded
     assert case["id"] in scores, f"{case['id']} was not graded:\n{log[-3000:]}"
     expected = {cell: 0 if cell in case["zero"] else points for cell, points in full_points().items()}
