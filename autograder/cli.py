@@ -1,5 +1,6 @@
 """`course`: the instructor's command line."""
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -90,6 +91,24 @@ def print_report(graded):
         f"{kept}/{len(right)} 个正确答案得到满分。")
 
 
+def grade_class(args) -> int:
+    """Grade everything in submitted/ with nbgrader's autograde, several submissions at a time."""
+    from .parallel import grade as grade_in_parallel
+
+    root = Path(args.root)
+    if not (root / "nbgrader_config.py").exists() or not (root / "source" / args.assignment).is_dir():
+        say(f"! {root.resolve()} is not a course folder with source/{args.assignment} and nbgrader_config.py.",
+            f"! {root.resolve()} 不是包含 source/{args.assignment} 和 nbgrader_config.py 的课程目录。")
+        return 2
+    outcome = grade_in_parallel(Path(args.root), args.assignment, args.jobs, args.student or None,
+                                progress=lambda line: print(line, flush=True))
+    say(f"Graded {len(outcome.graded)} submission(s) in {outcome.seconds:.1f} s with {args.jobs} job(s).",
+        f"用 {args.jobs} 个并行任务在 {outcome.seconds:.1f} 秒内评完 {len(outcome.graded)} 份提交。")
+    for student, error in sorted(outcome.failed.items()):
+        say(f"! {student}: not graded: {error}", f"! {student}：未评分：{error}")
+    return 0  # a submission nbgrader cannot grade is listed above; it is not a failure of grading
+
+
 def view(args) -> int:
     """Write monolingual copies of notebooks (not committed: views/ is ignored)."""
     from .views import write_views
@@ -115,6 +134,13 @@ def main(argv=None) -> int:
         command.add_argument("--root", default=f"build/{name}", help="course folder to create / 要创建的课程目录")
         command.add_argument("--assignment", default="a1_tensor_to", help="assignment to grade / 要评分的作业")
         command.set_defaults(run=run)
+    run_grade = commands.add_parser("grade", help="autograde a class in parallel / 并行自动评分整个班级")
+    run_grade.add_argument("assignment")
+    run_grade.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                           help="submissions at a time (default: CPU cores) / 同时评分的提交数（默认：CPU 核数）")
+    run_grade.add_argument("--student", action="append", help="only this student (repeatable) / 只评这个学生（可重复）")
+    run_grade.add_argument("--root", default=".", help="course folder / 课程目录")
+    run_grade.set_defaults(run=grade_class)
     run_view = commands.add_parser("view", help="monolingual copies of notebooks / 生成单语版本的笔记本")
     run_view.add_argument("--lang", required=True, choices=["en", "zh", "zh-hant"])
     run_view.add_argument("--out", default="views", help="folder for the copies / 副本所在目录")
