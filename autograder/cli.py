@@ -46,11 +46,12 @@ def finish(graded) -> int:
 def print_scores(graded):
     cells = sorted({cell for grades in graded.scores.values() for cell in grades})
     width = max(len(s) for s in graded.scores) + 2
+    column = max([12, *(len(c.removeprefix("test_")) + 1 for c in cells)])
     print()
-    print("student".ljust(width) + " ".join(c.removeprefix("test_").ljust(12) for c in cells) + "total")
+    print("student".ljust(width) + " ".join(c.removeprefix("test_").ljust(column) for c in cells) + " total")
     for student, grades in sorted(graded.scores.items()):
-        row = " ".join(f"{grades.get(c, 0):g}".ljust(12) for c in cells)
-        print(student.ljust(width) + row + f"{sum(grades.values()):g}")
+        row = " ".join(f"{grades.get(c, 0):g}".ljust(column) for c in cells)
+        print(student.ljust(width) + row + f" {sum(grades.values()):g}")
     print()
 
 
