@@ -40,11 +40,10 @@ def monolingual(notebook, lang: str):
     view = nbformat.from_dict(notebook)  # a deep copy
     cells = []
     for cell in view.cells:
-        tags = set(cell.metadata.get("tags", []))
-        prose_lang = next((t for t in tags if t in ("lang-en", "lang-zh")), None)
-        if prose_lang is None:
-            cells.append(cell)  # code, answer cells, anything untagged: untouched
-        elif prose_lang == keep:
+        tagged = {t for t in cell.metadata.get("tags", []) if t in ("lang-en", "lang-zh")}
+        if not tagged or len(tagged) > 1:
+            cells.append(cell)  # code, untagged cells, answer cells (tagged with both): untouched
+        elif tagged == {keep}:
             if lang == "zh-hant":
                 cell.source = to_traditional(cell.source)
             cells.append(cell)

@@ -24,9 +24,14 @@ def is_answer_cell(cell) -> bool:
     return cell.metadata.get("nbgrader", {}).get("solution", False)
 
 
+def languages(cell) -> set[str]:
+    return {t for t in cell.metadata.get("tags", []) if t in ("lang-en", "lang-zh")}
+
+
 def language(cell):
-    tags = {t for t in cell.metadata.get("tags", []) if t.startswith("lang-")}
-    return tags.pop() if len(tags) == 1 else tags or None
+    """The one language of a prose cell; None for untagged cells and answer cells (tagged with both)."""
+    tags = languages(cell)
+    return tags.pop() if len(tags) == 1 else None
 
 
 def ids(paths):
@@ -37,9 +42,12 @@ def ids(paths):
 def test_prose_comes_in_english_chinese_pairs(path):
     cells = nbformat.read(path, as_version=4).cells
     for index, cell in enumerate(cells):
-        if cell.cell_type != "markdown" or is_answer_cell(cell):
+        if cell.cell_type != "markdown":
             continue
         where = f"{path.name} cell {index}"
+        if is_answer_cell(cell):  # the student writes it, in either language
+            assert languages(cell) == {"lang-en", "lang-zh"}, f"{where}: tag an answer cell lang-en and lang-zh"
+            continue
         lang = language(cell)
         assert lang in ("lang-en", "lang-zh"), f"{where}: tag it lang-en or lang-zh (found {lang})"
         if lang == "lang-en":

@@ -18,7 +18,9 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def prose(notebook, tag):
-    return [c for c in notebook.cells if tag in c.metadata.get("tags", [])]
+    """Prose cells of one language (answer cells carry both language tags and are not prose)."""
+    return [c for c in notebook.cells if tag in c.metadata.get("tags", [])
+            and not c.metadata.get("nbgrader", {}).get("solution")]
 
 
 def untouched(notebook):
