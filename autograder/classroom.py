@@ -39,6 +39,13 @@ def notebook_path(root: Path, folder: str, assignment: str, student: str | None 
     return root.joinpath(*parts)
 
 
+def max_points(assignment: str, root: Path = ROOT) -> dict[str, float]:
+    """The points of every autograded test cell of the assignment's source notebook."""
+    source = nbformat.read(notebook_path(root, "source", assignment), as_version=4)
+    return {grade_id(c): c.metadata.nbgrader["points"] for c in source.cells
+            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
+
+
 def solution_code(cell) -> str:
     """The instructor's solution cell as a student would have typed it: markers removed."""
     return "\n".join(line for line in cell.source.splitlines() if not SOLUTION_MARKER.match(line))

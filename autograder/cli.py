@@ -10,7 +10,7 @@ from .messages import message
 
 def demo(args) -> int:
     """Grade the bundled demo class from scratch with plain nbgrader commands and print the results."""
-    graded = grade(args)
+    graded = grade_corpus_class(args)
     print_scores(graded)
     print_diagnostics(graded)
     return finish(graded)
@@ -18,12 +18,12 @@ def demo(args) -> int:
 
 def report(args) -> int:
     """Grade the mistake corpus and show, answer by answer, what the tests catch."""
-    graded = grade(args)
+    graded = grade_corpus_class(args)
     print_report(graded)
     return finish(graded)
 
 
-def grade(args) -> classroom.GradedClass:
+def grade_corpus_class(args) -> classroom.GradedClass:
     root = Path(args.root).resolve()
     say(f"Course folder: {root}", f"课程目录：{root}")
     say(f"Autograding with `nbgrader autograde {args.assignment}` …",

@@ -10,9 +10,7 @@ This stops the obvious ways of faking results from inside the notebook. It canno
 who has full Python access in the same process and sets out to defeat this module too; the threat
 model in the README says so, and what protects against that (one container per submission).
 """
-import builtins
 import functools
-import sys
 
 WATCHED = {
     "torch": ["device", "equal", "is_tensor", "Tensor", "stack"],

@@ -9,7 +9,6 @@ import re
 import subprocess
 import sys
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -23,44 +22,10 @@ CORPUS = {assignment: classroom.load_corpus(assignment) for assignment in ASSIGN
 STUDENTS = {assignment: classroom.students_from_corpus(CORPUS[assignment]) for assignment in ASSIGNMENTS}
 
 
-def max_points(assignment):
-    source = nbformat.read(classroom.notebook_path(classroom.ROOT, "source", assignment), as_version=4)
-    return {c.metadata.nbgrader["grade_id"]: c.metadata.nbgrader["points"] for c in source.cells
-            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
-
-
-@dataclass
-class DemoRun:
-    output: str
-    root: Path
-    scores: dict
-
-    def diagnostics(self, assignment, student):
-        return classroom.diagnostics(self.root, assignment, student)
-
-
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """`graded(assignment)`: `course demo` run once per assignment, as an instructor would."""
-    runs = {}
-
-    def run(assignment):
-        if assignment not in runs:
-            root = tmp_path_factory.mktemp(assignment)
-            course = Path(sys.executable).parent / "course"
-            done = subprocess.run([str(course), "demo", "--root", str(root), "--assignment", assignment],
-                                  capture_output=True, text=True, timeout=900)
-            assert done.returncode == 0, done.stdout + done.stderr
-            runs[assignment] = DemoRun(done.stdout, root, classroom.scores(root, assignment))
-        return runs[assignment]
-
-    return run
-
-
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_corpus_covers_every_exercise_with_three_mistakes_and_two_styles(assignment):
     corpus = CORPUS[assignment]
-    exercises = {cell.removeprefix("test_") for cell in max_points(assignment)}
+    exercises = {cell.removeprefix("test_") for cell in classroom.max_points(assignment)}
     wrong = Counter(a.exercise for a in corpus if not a.correct)
     right = Counter(a.exercise for a in corpus if a.correct)
     assert set(wrong) == set(right) == exercises
@@ -70,52 +35,52 @@ def test_corpus_covers_every_exercise_with_three_mistakes_and_two_styles(assignm
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_solution_earns_every_point(graded, assignment):
-    assert graded(assignment).scores["solution"] == max_points(assignment)
+def test_solution_earns_every_point(demo, assignment):
+    assert demo(assignment).graded.scores["solution"] == classroom.max_points(assignment)
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_untouched_release_earns_nothing(graded, assignment):
-    run = graded(assignment)
-    assert run.scores["untouched"] == dict.fromkeys(max_points(assignment), 0)
-    assert all(shows(shown, "not_answered") for shown in run.diagnostics(assignment, "untouched").values())
+def test_untouched_release_earns_nothing(demo, assignment):
+    run = demo(assignment)
+    assert run.graded.scores["untouched"] == dict.fromkeys(classroom.max_points(assignment), 0)
+    assert all(shows(shown, "not_answered") for shown in run.graded.diagnostics("untouched").values())
 
 
 @pytest.mark.parametrize("assignment, student",
                          [(a, s) for a in ASSIGNMENTS for s in STUDENTS[a] if s != "solution"])
-def test_each_answer_loses_exactly_its_own_points(graded, assignment, student):
+def test_each_answer_loses_exactly_its_own_points(demo, assignment, student):
     wrong = {f"test_{a.exercise}" for a in STUDENTS[assignment][student] if not a.correct}
-    expected = {cell: 0 if cell in wrong else points for cell, points in max_points(assignment).items()}
-    assert graded(assignment).scores[student] == expected
+    expected = {cell: 0 if cell in wrong else points for cell, points in classroom.max_points(assignment).items()}
+    assert demo(assignment).graded.scores[student] == expected
 
 
 @pytest.mark.parametrize("assignment, answer", [(a, answer) for a in ASSIGNMENTS for answer in CORPUS[a]
                                                 if not answer.correct], ids=lambda v: getattr(v, "id", v))
-def test_each_mistake_shows_its_bilingual_diagnostic(graded, assignment, answer):
+def test_each_mistake_shows_its_bilingual_diagnostic(demo, assignment, answer):
     student = next(s for s, answers in STUDENTS[assignment].items() if answer in answers)
-    shown = graded(assignment).diagnostics(assignment, student).get(f"test_{answer.exercise}", "")
+    shown = demo(assignment).graded.diagnostics(student).get(f"test_{answer.exercise}", "")
     assert shows(shown, answer.diagnostic), f"{answer.id}: expected {answer.diagnostic!r}, shown:\n{shown}"
     assert "Traceback" not in shown.splitlines()[0]
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_broken_file_is_reported_and_the_rest_is_graded(graded, assignment):
-    run = graded(assignment)
-    assert "broken-json" not in run.scores
+def test_broken_file_is_reported_and_the_rest_is_graded(demo, assignment):
+    run = demo(assignment)
+    assert "broken-json" not in run.graded.scores
     assert "! broken-json: not graded" in run.output and "! broken-json：未评分" in run.output
-    assert set(run.scores) == set(STUDENTS[assignment]) | {"untouched"}
+    assert set(run.graded.scores) == set(STUDENTS[assignment]) | {"untouched"}
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_demo_writes_grades_feedback_and_table(graded, assignment):
-    run = graded(assignment)
-    grades = (run.root / "grades.csv").read_text("utf-8").splitlines()
+def test_demo_writes_grades_feedback_and_table(demo, assignment):
+    run = demo(assignment)
+    grades = (run.graded.root / "grades.csv").read_text("utf-8").splitlines()
     assert grades[0].startswith("assignment,duedate,timestamp,student_id")
-    assert len(grades) - 1 == len(run.scores) + 1  # nbgrader exports the broken submission too, with no score
-    for student in run.scores:
-        assert (run.root / "feedback" / student / assignment / f"{assignment}.html").exists(), student
+    assert len(grades) - 1 == len(run.graded.scores) + 1  # nbgrader exports the broken submission too, with no score
+    for student in run.graded.scores:
+        assert (run.graded.root / "feedback" / student / assignment / f"{assignment}.html").exists(), student
     header = next(line for line in run.output.splitlines() if line.startswith("student"))
-    assert header.split() == ["student", *(c.removeprefix("test_") for c in sorted(max_points(assignment))), "total"]
+    assert header.split() == ["student", *(c.removeprefix("test_") for c in sorted(classroom.max_points(assignment))), "total"]
     total = len(STUDENTS[assignment]) + 2
     assert f"[{total}/{total}]" in run.output
 
@@ -126,38 +91,38 @@ def visible_text(page: str) -> str:
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_feedback_shows_diagnostics_but_no_hidden_test_code(graded, assignment):
-    run = graded(assignment)
+def test_feedback_shows_diagnostics_but_no_hidden_test_code(demo, assignment):
+    run = demo(assignment)
     source = nbformat.read(classroom.notebook_path(classroom.ROOT, "source", assignment), as_version=4)
     secret = {line for line in classroom.hidden_lines(source, regions=["HIDDEN TESTS"]) if len(line) > 8}
-    autograded = classroom.notebook_path(run.root, "autograded", assignment, "mistakes-1").read_text("utf-8")
+    autograded = classroom.notebook_path(run.graded.root, "autograded", assignment, "mistakes-1").read_text("utf-8")
     autograded_lines = {line.strip() for cell in nbformat.reads(autograded, as_version=4).cells
                         for line in cell.source.splitlines()}
     assert len(secret & autograded_lines) > 10  # there was something to hide
-    for student in run.scores:
-        page = visible_text(classroom.notebook_path(run.root, "feedback", assignment, student)
+    for student in run.graded.scores:
+        page = visible_text(classroom.notebook_path(run.graded.root, "feedback", assignment, student)
                             .with_suffix(".html").read_text("utf-8"))
-        submitted = classroom.notebook_path(run.root, "submitted", assignment, student).read_text("utf-8")
+        submitted = classroom.notebook_path(run.graded.root, "submitted", assignment, student).read_text("utf-8")
         own = {line.strip() for cell in nbformat.reads(submitted, as_version=4).cells for line in cell.source.splitlines()}
         shown_lines = {line.strip() for line in page.splitlines()}
         leaked = sorted((secret - own) & shown_lines)  # a student's own line is no leak
         assert not leaked, f"{student}'s feedback shows hidden test code: {leaked[:3]}"
         assert "Traceback (most recent call last)" not in page
-        for cell, shown in run.diagnostics(assignment, student).items():
+        for cell, shown in run.graded.diagnostics(student).items():
             english, chinese = shown.split("\n")[:2]
             assert english.split(": ", 1)[1][:60] in page and chinese[:40] in page, (student, cell)
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_report_lists_every_answer_with_its_points(graded, assignment):
-    run = graded(assignment)
+def test_report_lists_every_answer_with_its_points(demo, assignment):
+    run = demo(assignment)
     course = Path(sys.executable).parent / "course"
-    done = subprocess.run([str(course), "report", "--root", str(run.root), "--assignment", assignment, "--reuse"],
+    done = subprocess.run([str(course), "report", "--root", str(run.graded.root), "--assignment", assignment, "--reuse"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = {line.split()[1]: line.split() for line in done.stdout.splitlines()
             if len(line.split()) > 3 and line.split()[2] in ("right", "wrong")}
-    points = max_points(assignment)
+    points = classroom.max_points(assignment)
     for answer in CORPUS[assignment]:
         expected = points[f"test_{answer.exercise}"] if answer.correct else 0
         assert float(rows[answer.id][3]) == expected, answer.id

@@ -1,6 +1,5 @@
 """Every notebook is bilingual, and release/ is exactly what nbgrader makes of source/."""
 import re
-from pathlib import Path
 
 import nbformat
 import pytest

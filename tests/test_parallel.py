@@ -11,57 +11,44 @@ from autograder import classroom
 
 ASSIGNMENT = "a1_tensor_to"
 JOBS = (os.cpu_count() or 1) + 2  # more jobs than cores: the SQLite gradebook must still take every grade
-
-
-def build_class(root: Path):
-    classroom.prepare_course(root, ASSIGNMENT)
-    corpus = classroom.load_corpus(ASSIGNMENT)
-    wrong = [a for a in corpus if not a.correct]
-    submissions = {"solution": [], "styles": [a for a in corpus if a.correct][:3],
-                   "mistake-a": wrong[:1], "mistake-b": wrong[5:7], "mistake-c": wrong[9:10]}
-    for student, answers in submissions.items():
-        classroom.submit(root, ASSIGNMENT, student, classroom.solved_notebook(root, ASSIGNMENT, answers))
-    classroom.submit(root, ASSIGNMENT, "untouched", raw=classroom.notebook_path(root, "release", ASSIGNMENT).read_bytes())
-    classroom.submit(root, ASSIGNMENT, "broken", raw=b"not a notebook")
+COURSE = Path(sys.executable).parent / "course"
 
 
 @pytest.fixture(scope="module")
-def both(tmp_path_factory):
-    plain, parallel = tmp_path_factory.mktemp("plain"), tmp_path_factory.mktemp("parallel")
-    build_class(plain)
-    build_class(parallel)
-    classroom.nbgrader(plain, "autograde", ASSIGNMENT, check=False)
-    course = Path(sys.executable).parent / "course"
-    done = subprocess.run([str(course), "grade", ASSIGNMENT, "--jobs", str(JOBS), "--root", str(parallel)],
+def parallel(demo, tmp_path_factory):
+    """The demo class (graded by plain `nbgrader autograde`) graded again by `course grade` in a new folder."""
+    plain = demo(ASSIGNMENT).graded
+    root = tmp_path_factory.mktemp("parallel")
+    classroom.prepare_course(root, ASSIGNMENT)
+    shutil.copytree(plain.root / "submitted", root / "submitted")
+    done = subprocess.run([str(COURSE), "grade", ASSIGNMENT, "--jobs", str(JOBS), "--root", str(root)],
                           capture_output=True, text=True, timeout=600)
-    return plain, parallel, done
+    return plain, root, done
 
 
-def test_same_grades_as_plain_nbgrader(both):
-    plain, parallel, done = both
+def test_same_grades_as_plain_nbgrader(parallel):
+    plain, root, done = parallel
     assert done.returncode == 0, done.stdout + done.stderr
-    expected = classroom.scores(plain, ASSIGNMENT)
-    assert len(expected) == 6
-    assert classroom.scores(parallel, ASSIGNMENT) == expected
+    assert len(plain.scores) >= 6
+    assert classroom.scores(root, ASSIGNMENT) == plain.scores
 
 
-def test_progress_and_failures_are_reported(both):
-    _, _, done = both
-    assert "[########################] 7/7" in done.stdout
-    assert "! broken: not graded: nbformat.reader.NotJSONError" in done.stdout
-    assert "! broken：未评分：" in done.stdout
+def test_progress_and_failures_are_reported(parallel):
+    plain, _, done = parallel
+    total = len(plain.students) + 2  # the corpus students, the untouched release and the broken file
+    assert f"[########################] {total}/{total}" in done.stdout
+    assert f"! {classroom.BROKEN}: not graded: nbformat.reader.NotJSONError" in done.stdout
+    assert f"! {classroom.BROKEN}：未评分：" in done.stdout
     assert "database is locked" not in done.stdout + done.stderr
 
 
-def test_one_student_only(both):
-    _, parallel, _ = both
-    course = Path(sys.executable).parent / "course"
-    done = subprocess.run([str(course), "grade", ASSIGNMENT, "--student", "solution", "--root", str(parallel)],
+def test_one_student_only(parallel):
+    _, root, _ = parallel
+    done = subprocess.run([str(COURSE), "grade", ASSIGNMENT, "--student", "solution", "--root", str(root)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "1/1 solution" in done.stdout
 
 
 def test_not_a_course_folder_is_an_error(tmp_path):
-    course = Path(sys.executable).parent / "course"
-    done = subprocess.run([str(course), "grade", ASSIGNMENT, "--root", str(tmp_path)], capture_output=True, text=True)
+    done = subprocess.run([str(COURSE), "grade", ASSIGNMENT, "--root", str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 2 and "is not a course folder" in done.stdout and "不是包含" in done.stdout

@@ -34,9 +34,8 @@ def index_of(notebook, grade_id):
 
 def edited(notebook, case):
     """The solved notebook with the case's edit applied (see the corpus file for the vocabulary)."""
-    cells, where = notebook.cells, index_of(notebook, case["cell"]) if case.get("cell") in {
-        classroom.grade_id(c) for c in notebook.cells} else None
-    edit = case["edit"]
+    cells, edit = notebook.cells, case["edit"]
+    where = next((i for i, c in enumerate(cells) if classroom.grade_id(c) == case["cell"]), None)
     if "also_wrong" in case:
         cells[index_of(notebook, case["also_wrong"])].source = WRONG[case["also_wrong"]].code.strip()
     if edit == "replace":
@@ -99,16 +98,10 @@ def graded(tmp_path_factory):
     return course, classroom.scores(course, ASSIGNMENT), log, elapsed
 
 
-def full_points():
-    source = nbformat.read(classroom.notebook_path(classroom.ROOT, "source", ASSIGNMENT), as_version=4)
-    return {c.metadata.nbgrader["grade_id"]: c.metadata.nbgrader["points"] for c in source.cells
-            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
-
-
 @pytest.mark.parametrize("student", CONTROLS)
 def test_control_students_keep_full_marks(graded, student):
     _, scores, _, _ = graded
-    assert scores[student] == full_points()
+    assert scores[student] == classroom.max_points(ASSIGNMENT)
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.get("graded", True)], ids=lambda c: c["id"])
@@ -117,7 +110,8 @@ def test_each_case_earns_exactly_what_it_should(graded, case):
         pytest.skip("no address-space limit in grading kernels where CUDA is present (autograder/kernel.py)")
     course, scores, log, _ = graded
     assert case["id"] in scores, f"{case['id']} was not graded:\n{log[-3000:]}"
-    expected = {cell: 0 if cell in case["zero"] else points for cell, points in full_points().items()}
+    full = classroom.max_points(ASSIGNMENT)
+    expected = {cell: 0 if cell in case["zero"] else points for cell, points in full.items()}
     assert scores[case["id"]] == expected
 
 
