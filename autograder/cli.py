@@ -102,7 +102,8 @@ def grade_class(args) -> int:
             f"! {root.resolve()} 不是包含 source/{args.assignment} 和 nbgrader_config.py 的课程目录。")
         return 2
     outcome = grade_in_parallel(Path(args.root), args.assignment, args.jobs, args.student or None,
-                                progress=lambda line: print(line, flush=True))
+                                progress=lambda line: print(line, flush=True),
+                                fork_server=not args.no_fork_server)
     say(f"Graded {len(outcome.graded)} submission(s) in {outcome.seconds:.1f} s with {args.jobs} job(s).",
         f"用 {args.jobs} 个并行任务在 {outcome.seconds:.1f} 秒内评完 {len(outcome.graded)} 份提交。")
     for student, error in sorted(outcome.failed.items()):
@@ -141,6 +142,9 @@ def main(argv=None) -> int:
                            help="submissions at a time (default: CPU cores) / 同时评分的提交数（默认：CPU 核数）")
     run_grade.add_argument("--student", action="append", help="only this student (repeatable) / 只评这个学生（可重复）")
     run_grade.add_argument("--root", default=".", help="course folder / 课程目录")
+    run_grade.add_argument("--no-fork-server", action="store_true",
+                           help="start every kernel as a new process with its own imports / "
+                                "每个内核都作为新进程启动并自行导入模块")
     run_grade.set_defaults(run=grade_class)
     run_view = commands.add_parser("view", help="monolingual copies of notebooks / 生成单语版本的笔记本")
     run_view.add_argument("--lang", required=True, choices=["en", "zh", "zh-hant"])

@@ -14,7 +14,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import forkserver
+
 BUSY_TIMEOUT_S = 300
+PROVISIONER_VARIABLE = "JUPYTER_DEFAULT_PROVISIONER_NAME"  # read by jupyter_client
 _api = None  # one NbGraderAPI per worker process
 
 
@@ -30,13 +33,15 @@ def submitted_students(root: Path, assignment: str) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if (p / assignment).is_dir()) if folder.is_dir() else []
 
 
-def grade(root: Path, assignment: str, jobs: int, students=None, progress=print) -> Outcome:
+def grade(root: Path, assignment: str, jobs: int, students=None, progress=print,
+          fork_server=True) -> Outcome:
     root = Path(root).resolve()
     students = students or submitted_students(root, assignment)
     _configure(root)
     outcome, started = Outcome(), time.monotonic()
     context = multiprocessing.get_context("fork")
-    with context.Pool(processes=max(1, min(jobs, len(students) or 1))) as pool:
+    with context.Pool(processes=max(1, min(jobs, len(students) or 1)),
+                      initializer=_start_worker, initargs=(fork_server,)) as pool:
         for done, (student, success, error, seconds) in enumerate(
                 pool.imap_unordered(_grade_one, [(assignment, s) for s in students]), start=1):
             (outcome.graded.append(student) if success else outcome.failed.__setitem__(student, error))
@@ -63,6 +68,13 @@ def _configure(root: Path):
     with Gradebook(config.CourseDirectory.db_url):
         pass  # create or upgrade the gradebook before any worker writes to it
     _api = NbGraderAPI(config=config)
+
+
+def _start_worker(fork_server):
+    if fork_server:
+        # this worker forks its kernels from its own warm fork server (autograder/forkserver.py);
+        # a provisioner the instructor chose in the environment wins
+        os.environ.setdefault(PROVISIONER_VARIABLE, forkserver.NAME)
 
 
 def _grade_one(job):

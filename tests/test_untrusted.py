@@ -1,12 +1,16 @@
-"""Untrusted submissions, graded with the real `nbgrader autograde` in one class between two controls.
+"""Untrusted submissions, graded in one class between two controls, by the real `nbgrader autograde` and
+by `course grade` (kernels forked from a warm fork server, several submissions at a time).
 
 Tampering earns nothing from the point it happens and shows a bilingual note; crashes and time-outs
 cost only what did not run; broken files get a clear error; the controls keep full marks; the class
 finishes in bounded time. The cases are data: tests/corpus/untrusted.toml.
 """
 import copy
+import subprocess
+import sys
 import time
 import tomllib
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -26,6 +30,8 @@ c.Execute.timeout = 10
 c.Execute.extra_arguments = kernel_arguments(memory_bytes=3 * 2**30, cpu_seconds=40)
 """
 CLASS_TIME_LIMIT_S = 600
+# how each grader names a submission it could not process
+NOT_GRADED = {"nbgrader autograde": "for student '{}'", "course grade": "! {}: not graded"}
 
 
 def index_of(notebook, grade_id):
@@ -72,8 +78,13 @@ def edited(notebook, case):
     return notebook
 
 
+@pytest.fixture(scope="module", params=NOT_GRADED)
+def grader(request):
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(grader, tmp_path_factory):
     course = tmp_path_factory.mktemp("untrusted")
     classroom.prepare_course(course, ASSIGNMENT)
     with open(course / "nbgrader_config.py", "a", encoding="utf-8") as config:
@@ -93,7 +104,13 @@ def graded(tmp_path_factory):
             path = classroom.notebook_path(course, "submitted", ASSIGNMENT, student)
             path.rename(path.with_name(case["filename"]))
     started = time.monotonic()
-    _, log = classroom.nbgrader(course, "autograde", ASSIGNMENT, check=False)
+    if grader == "nbgrader autograde":
+        _, log = classroom.nbgrader(course, "autograde", ASSIGNMENT, check=False)
+    else:
+        course_command = str(Path(sys.executable).parent / "course")
+        done = subprocess.run([course_command, "grade", ASSIGNMENT, "--root", str(course)],
+                              capture_output=True, text=True, timeout=CLASS_TIME_LIMIT_S)
+        log = done.stdout + done.stderr
     elapsed = time.monotonic() - started
     return course, classroom.scores(course, ASSIGNMENT), log, elapsed
 
@@ -124,10 +141,10 @@ def test_each_case_shows_its_bilingual_note(graded, case):
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if not c.get("graded", True)], ids=lambda c: c["id"])
-def test_broken_files_are_reported_and_earn_nothing(graded, case):
+def test_broken_files_are_reported_and_earn_nothing(graded, grader, case):
     course, scores, log, _ = graded
     assert case["id"] not in scores
-    assert f"for student '{case['id']}'" in log  # nbgrader names the submission it could not process
+    assert NOT_GRADED[grader].format(case["id"]) in log
 
 
 def test_huge_output_is_truncated(graded):
