@@ -2,7 +2,7 @@
 
 Most of a submission's grading time is a new kernel importing torch and IPython. A fork server is a
 process that imports them once and then forks a fresh kernel for every submission: each kernel is a
-new process that never ran anyone's code, started in milliseconds instead of a second.
+new process that never ran anyone's code, ready in a fraction of the time.
 
 `ForkedKernelProvisioner` is a jupyter_client kernel provisioner (registered as the entry point
 `course-forked-provisioner`), so nbgrader's Execute preprocessor and nbclient use it unchanged; select
@@ -53,7 +53,8 @@ class ForkedKernelProvisioner(LocalProvisioner):
         except OSError as error:
             self.log.warning("Fork server unavailable (%s): starting the kernel the usual way", error)
             return await super().launch_kernel(cmd, **kwargs)
-        self.pid = self.pgid = self.process.pid  # the kernel leads its own session, as with Popen
+        self.pid = self.process.pid
+        self.pgid = os.getpgid(self.pid)  # its own session and group, as LocalProvisioner's kernels
         self.cwd = kwargs.get("cwd") or os.getcwd()
         return self.connection_info
 
@@ -90,7 +91,10 @@ class ForkServer:
         reply = self.replies.readline()  # waits for the imports the first time
         if not reply:
             raise OSError(f"the fork server stopped (exit status {self.process.wait()})")
-        return AdoptedProcess(json.loads(reply)["pid"])
+        pid = json.loads(reply)["pid"]
+        if not pid:
+            raise OSError("the fork server could not start a kernel")
+        return AdoptedProcess(pid)
 
 
 class AdoptedProcess:
@@ -142,35 +146,34 @@ def serve(fd):
 
 
 def _fork_kernel(request, channel):
-    """Fork twice: the middle process starts a new session and exits, so the kernel is adopted by the
-    grading process (the subreaper) before its pid is sent back."""
+    """Fork twice: the middle process exits at once, so the kernel is adopted by the grading process
+    (the subreaper). The kernel sends its pid once it leads its own session, as Popen's would."""
     sys.stdout.flush(), sys.stderr.flush()
     pid_reader, pid_writer = os.pipe()
     middle = os.fork()
     if middle == 0:
         try:
             os.close(pid_reader)
-            os.setsid()
             this = os.getpid()  # not the kernel's getppid(): this process may be gone by then
-            kernel = os.fork()
-            if kernel == 0:
-                os.close(pid_writer)
-                _run_kernel(request, channel, middle=this)
-            os.write(pid_writer, str(kernel).encode())
+            if os.fork() == 0:
+                _run_kernel(request, channel, pid_writer, middle=this)
         finally:
             os._exit(0)
     os.close(pid_writer)
     with os.fdopen(pid_reader) as reader:
-        pid = int(reader.read())
+        pid = int(reader.read() or 0)  # read to the end: the middle process and the kernel closed it
     os.waitpid(middle, 0)
     return pid
 
 
-def _run_kernel(request, channel, middle):
+def _run_kernel(request, channel, pid_writer, middle):
     """Become `python -m ipykernel_launcher ARGS` in the requested directory and environment."""
     status = 1
     try:
         channel.close()
+        os.setsid()  # like Popen(start_new_session=True): signals reach the kernel's whole group
+        os.write(pid_writer, str(os.getpid()).encode())
+        os.close(pid_writer)
         while os.getppid() == middle:  # until adopted: ipykernel exits when its parent is not JPY_PARENT_PID
             time.sleep(0.001)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # interrupts raise KeyboardInterrupt

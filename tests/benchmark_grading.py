@@ -3,7 +3,7 @@
     .venv/bin/python tests/benchmark_grading.py [--students 12] [--jobs 2]
 
 Both gradebooks are compared student by student; the wall-time ratio is printed beside the floor of
-one submission (a kernel start plus `import torch`).
+one submission (a kernel start plus `import torch`), for a new kernel process and for a forked one.
 """
 import argparse
 import subprocess
@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from autograder import classroom  # noqa: E402
+from autograder import classroom, forkserver  # noqa: E402
 
 ASSIGNMENT = "a1_tensor_to"
 
@@ -32,10 +32,13 @@ def timed(command, cwd):
     return time.monotonic() - started
 
 
-def floor_seconds(repeats=3) -> float:
+def floor_seconds(provisioner, repeats=3) -> float:
     """A kernel start plus `import torch`: what every submission pays before its first cell."""
     from jupyter_client.manager import start_new_kernel
+    from jupyter_client.provisioning import KernelProvisionerFactory
 
+    KernelProvisionerFactory.instance().default_provisioner_name = provisioner
+    start_new_kernel(kernel_name="python3")[0].shutdown_kernel(now=True)  # a fork server starts once
     times = []
     for _ in range(repeats):
         started = time.monotonic()
@@ -60,12 +63,13 @@ def main():
         plain_s = timed([str(bin_dir / "nbgrader"), "autograde", ASSIGNMENT], plain)
         parallel_s = timed([str(bin_dir / "course"), "grade", ASSIGNMENT, "--jobs", str(args.jobs)], parallel)
         same = classroom.scores(plain, ASSIGNMENT) == classroom.scores(parallel, ASSIGNMENT)
-    floor = floor_seconds()
+    started, forked = floor_seconds("local-provisioner"), floor_seconds(forkserver.NAME)
     print(f"{args.students} submissions · plain nbgrader autograde {plain_s:.1f} s · "
           f"course grade --jobs {args.jobs} {parallel_s:.1f} s · ratio {plain_s / parallel_s:.2f}x · "
           f"gradebooks identical: {same}")
-    print(f"floor per submission (kernel start + import torch): {floor:.2f} s; "
-          f"plain per submission: {plain_s / args.students:.2f} s")
+    print(f"floor per submission (kernel start + import torch): {started:.2f} s for a new kernel process, "
+          f"{forked:.2f} s for a kernel forked from the fork server; "
+          f"plain nbgrader per submission: {plain_s / args.students:.2f} s")
 
 
 if __name__ == "__main__":
