@@ -3,7 +3,8 @@
 Each worker process runs `NbGraderAPI.autograde` (the same Autograde converter, preprocessors,
 checksums and gradebook as `nbgrader autograde`) for one student at a time. Workers are forked from a
 parent that has already imported nbgrader and the course's configuration, so no worker pays that
-start-up again; every submission still gets its own fresh kernel. SQLite serialises the writes: the
+start-up again; every submission still gets its own fresh kernel, forked from the worker's fork server
+with torch already imported (autograder/forkserver.py). SQLite serialises the writes: the
 gradebook URL carries a busy timeout, so a worker waits for the lock instead of failing with
 "database is locked".
 """
