@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from autograder import classroom
@@ -42,12 +43,29 @@ def test_progress_and_failures_are_reported(parallel):
     assert "database is locked" not in done.stdout + done.stderr
 
 
-def test_one_student_only_with_ordinary_kernels(parallel):
-    plain, root, _ = parallel
-    done = subprocess.run([str(COURSE), "grade", ASSIGNMENT, "--student", "solution", "--no-fork-server",
-                           "--root", str(root)], capture_output=True, text=True, timeout=300)
+def test_one_student_only(parallel):
+    _, root, _ = parallel
+    done = subprocess.run([str(COURSE), "grade", ASSIGNMENT, "--student", "solution", "--root", str(root)],
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "1/1 solution" in done.stdout
-    assert classroom.scores(root, ASSIGNMENT)["solution"] == plain.scores["solution"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server is Linux-only")
+@pytest.mark.parametrize("flags, forked", [([], True), (["--no-fork-server"], False)])
+def test_kernels_come_from_the_fork_server_unless_told_otherwise(tmp_path, flags, forked):
+    classroom.prepare_course(tmp_path, ASSIGNMENT)
+    notebook = classroom.solved_notebook(tmp_path, ASSIGNMENT)
+    notebook.cells.insert(0, nbformat.v4.new_code_cell(
+        'print(open("/proc/self/cmdline").read().replace("\\0", " "))'))  # how this kernel was started
+    classroom.submit(tmp_path, ASSIGNMENT, "probe", notebook)
+    done = subprocess.run([str(COURSE), "grade", ASSIGNMENT, "--root", str(tmp_path), *flags],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    autograded = nbformat.read(classroom.notebook_path(tmp_path, "autograded", ASSIGNMENT, "probe"), as_version=4)
+    command_line = autograded.cells[0].outputs[0]["text"]
+    assert ("-m autograder.forkserver" in command_line) is forked
+    assert ("-m ipykernel_launcher" in command_line) is not forked
+    assert classroom.scores(tmp_path, ASSIGNMENT)["probe"] == classroom.max_points(ASSIGNMENT)
 
 
 def test_not_a_course_folder_is_an_error(tmp_path):
