@@ -42,24 +42,25 @@ class ForkedKernelProvisioner(LocalProvisioner):
     """LocalProvisioner, except that an ipykernel kernel is forked from a warm fork server."""
 
     async def launch_kernel(self, cmd, **kwargs):
-        args = kernel_arguments(cmd)
+        args = ipykernel_arguments(cmd)
         redirected = any(kwargs.get(stream) is not None for stream in ("stdin", "stdout", "stderr"))
         if args is None or redirected or kwargs.get("independent") or not sys.platform.startswith("linux"):
             return await super().launch_kernel(cmd, **kwargs)
         # as jupyter_client's launcher does: the kernel ends itself when this process goes away
         env = {**(kwargs.get("env") or os.environ), "JPY_PARENT_PID": str(os.getpid())}
+        cwd = str(kwargs.get("cwd") or os.getcwd())
         try:
-            self.process = fork_server(cmd[0], env).fork(args, env, cwd=str(kwargs.get("cwd") or os.getcwd()))
+            self.process = fork_server(cmd[0], env).fork(args, env, cwd)
         except OSError as error:
             self.log.warning("Fork server unavailable (%s): starting the kernel the usual way", error)
             return await super().launch_kernel(cmd, **kwargs)
         self.pid = self.process.pid
         self.pgid = os.getpgid(self.pid)  # its own session and group, as LocalProvisioner's kernels
-        self.cwd = kwargs.get("cwd") or os.getcwd()
+        self.cwd = cwd
         return self.connection_info
 
 
-def kernel_arguments(cmd):
+def ipykernel_arguments(cmd):
     """The arguments after `python -m ipykernel_launcher`, or None for any other kernel command."""
     return list(cmd[3:]) if len(cmd) >= 3 and cmd[1:3] == ["-m", "ipykernel_launcher"] else None
 

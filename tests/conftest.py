@@ -23,16 +23,24 @@ class DemoRun:
 
 
 @pytest.fixture(scope="session")
-def demo(tmp_path_factory):
+def course():
+    """`course(*arguments)`: this environment's `course` command line, run as an instructor would."""
+    def run(*arguments, timeout=900) -> subprocess.CompletedProcess:
+        command = [str(Path(sys.executable).parent / "course"), *map(str, arguments)]
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def demo(course, tmp_path_factory):
     """`demo(assignment)`: `course demo` run once per assignment and session, as an instructor would."""
     runs = {}
 
     def run(assignment) -> DemoRun:
         if assignment not in runs:
             root = tmp_path_factory.mktemp(assignment)
-            course = Path(sys.executable).parent / "course"
-            done = subprocess.run([str(course), "demo", "--root", str(root), "--assignment", assignment],
-                                  capture_output=True, text=True, timeout=900)
+            done = course("demo", "--root", root, "--assignment", assignment)
             assert done.returncode == 0, done.stdout + done.stderr
             runs[assignment] = DemoRun(done.stdout, classroom.grade_demo_class(root, assignment, reuse=True))
         return runs[assignment]

@@ -179,4 +179,4 @@ def running(pid) -> bool:
     (["R", "--slave", "-f", "k.json"], None),
 ])
 def test_only_ipykernel_commands_are_forked(command, expected):
-    assert forkserver.kernel_arguments(command) == expected
+    assert forkserver.ipykernel_arguments(command) == expected

@@ -6,10 +6,7 @@ reported while the rest of the class is graded.
 """
 import html
 import re
-import subprocess
-import sys
 from collections import Counter
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -114,11 +111,9 @@ def test_feedback_shows_diagnostics_but_no_hidden_test_code(demo, assignment):
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_report_lists_every_answer_with_its_points(demo, assignment):
+def test_report_lists_every_answer_with_its_points(demo, course, assignment):
     run = demo(assignment)
-    course = Path(sys.executable).parent / "course"
-    done = subprocess.run([str(course), "report", "--root", str(run.graded.root), "--assignment", assignment, "--reuse"],
-                          capture_output=True, text=True, timeout=120)
+    done = course("report", "--root", run.graded.root, "--assignment", assignment, "--reuse", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = {line.split()[1]: line.split() for line in done.stdout.splitlines()
             if len(line.split()) > 3 and line.split()[2] in ("right", "wrong")}

@@ -1,9 +1,7 @@
 """`course grade --jobs N` gives the same gradebook as plain `nbgrader autograde`, with more jobs than cores."""
 import os
 import shutil
-import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -12,18 +10,16 @@ from autograder import classroom
 
 ASSIGNMENT = "a1_tensor_to"
 JOBS = (os.cpu_count() or 1) + 2  # more jobs than cores: the SQLite gradebook must still take every grade
-COURSE = Path(sys.executable).parent / "course"
 
 
 @pytest.fixture(scope="module")
-def parallel(demo, tmp_path_factory):
+def parallel(demo, course, tmp_path_factory):
     """The demo class (graded by plain `nbgrader autograde`) graded again by `course grade` in a new folder."""
     plain = demo(ASSIGNMENT).graded
     root = tmp_path_factory.mktemp("parallel")
     classroom.prepare_course(root, ASSIGNMENT)
     shutil.copytree(plain.root / "submitted", root / "submitted")
-    done = subprocess.run([str(COURSE), "grade", ASSIGNMENT, "--jobs", str(JOBS), "--root", str(root)],
-                          capture_output=True, text=True, timeout=600)
+    done = course("grade", ASSIGNMENT, "--jobs", JOBS, "--root", root, timeout=600)
     return plain, root, done
 
 
@@ -43,31 +39,36 @@ def test_progress_and_failures_are_reported(parallel):
     assert "database is locked" not in done.stdout + done.stderr
 
 
-def test_one_student_only(parallel):
+def test_one_student_only(parallel, course):
     _, root, _ = parallel
-    done = subprocess.run([str(COURSE), "grade", ASSIGNMENT, "--student", "solution", "--root", str(root)],
-                          capture_output=True, text=True, timeout=300)
+    done = course("grade", ASSIGNMENT, "--student", "solution", "--root", root, timeout=300)
     assert done.returncode == 0 and "1/1 solution" in done.stdout
+
+
+@pytest.fixture(scope="module")
+def probe_class(tmp_path_factory):
+    """A course with one submission whose first cell prints how its kernel was started."""
+    root = tmp_path_factory.mktemp("probe")
+    classroom.prepare_course(root, ASSIGNMENT)
+    notebook = classroom.solved_notebook(root, ASSIGNMENT)
+    notebook.cells.insert(0, nbformat.v4.new_code_cell(
+        'print(open("/proc/self/cmdline").read().replace("\\0", " "))'))
+    classroom.submit(root, ASSIGNMENT, "probe", notebook)
+    return root
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server is Linux-only")
 @pytest.mark.parametrize("flags, forked", [([], True), (["--no-fork-server"], False)])
-def test_kernels_come_from_the_fork_server_unless_told_otherwise(tmp_path, flags, forked):
-    classroom.prepare_course(tmp_path, ASSIGNMENT)
-    notebook = classroom.solved_notebook(tmp_path, ASSIGNMENT)
-    notebook.cells.insert(0, nbformat.v4.new_code_cell(
-        'print(open("/proc/self/cmdline").read().replace("\\0", " "))'))  # how this kernel was started
-    classroom.submit(tmp_path, ASSIGNMENT, "probe", notebook)
-    done = subprocess.run([str(COURSE), "grade", ASSIGNMENT, "--root", str(tmp_path), *flags],
-                          capture_output=True, text=True, timeout=300)
+def test_kernels_come_from_the_fork_server_unless_told_otherwise(probe_class, course, flags, forked):
+    done = course("grade", ASSIGNMENT, "--root", probe_class, *flags, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    autograded = nbformat.read(classroom.notebook_path(tmp_path, "autograded", ASSIGNMENT, "probe"), as_version=4)
+    autograded = nbformat.read(classroom.notebook_path(probe_class, "autograded", ASSIGNMENT, "probe"), as_version=4)
     command_line = autograded.cells[0].outputs[0]["text"]
     assert ("-m autograder.forkserver" in command_line) is forked
     assert ("-m ipykernel_launcher" in command_line) is not forked
-    assert classroom.scores(tmp_path, ASSIGNMENT)["probe"] == classroom.max_points(ASSIGNMENT)
+    assert classroom.scores(probe_class, ASSIGNMENT)["probe"] == classroom.max_points(ASSIGNMENT)
 
 
-def test_not_a_course_folder_is_an_error(tmp_path):
-    done = subprocess.run([str(COURSE), "grade", ASSIGNMENT, "--root", str(tmp_path)], capture_output=True, text=True)
+def test_not_a_course_folder_is_an_error(tmp_path, course):
+    done = course("grade", ASSIGNMENT, "--root", tmp_path)
     assert done.returncode == 2 and "is not a course folder" in done.stdout and "不是包含" in done.stdout

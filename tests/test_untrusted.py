@@ -6,11 +6,8 @@ cost only what did not run; broken files get a clear error; the controls keep fu
 finishes in bounded time. The cases are data: tests/corpus/untrusted.toml.
 """
 import copy
-import subprocess
-import sys
 import time
 import tomllib
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -84,35 +81,33 @@ def grader(request):
 
 
 @pytest.fixture(scope="module")
-def graded(grader, tmp_path_factory):
-    course = tmp_path_factory.mktemp("untrusted")
-    classroom.prepare_course(course, ASSIGNMENT)
-    with open(course / "nbgrader_config.py", "a", encoding="utf-8") as config:
+def graded(grader, course, tmp_path_factory):
+    root = tmp_path_factory.mktemp("untrusted")
+    classroom.prepare_course(root, ASSIGNMENT)
+    with open(root / "nbgrader_config.py", "a", encoding="utf-8") as config:
         config.write(TEST_LIMITS)
     for student in CONTROLS:
-        classroom.submit(course, ASSIGNMENT, student, classroom.solved_notebook(course, ASSIGNMENT))
+        classroom.submit(root, ASSIGNMENT, student, classroom.solved_notebook(root, ASSIGNMENT))
     for case in CASES:
         student = case["id"]
         if "raw" in case:
-            classroom.submit(course, ASSIGNMENT, student, raw=case["raw"].encode())
+            classroom.submit(root, ASSIGNMENT, student, raw=case["raw"].encode())
             continue
-        notebook = classroom.solved_notebook(course, ASSIGNMENT)
+        notebook = classroom.solved_notebook(root, ASSIGNMENT)
         if "edit" in case:
             notebook = edited(notebook, case)
-        classroom.submit(course, ASSIGNMENT, student, notebook)
+        classroom.submit(root, ASSIGNMENT, student, notebook)
         if "filename" in case:
-            path = classroom.notebook_path(course, "submitted", ASSIGNMENT, student)
+            path = classroom.notebook_path(root, "submitted", ASSIGNMENT, student)
             path.rename(path.with_name(case["filename"]))
     started = time.monotonic()
     if grader == "nbgrader autograde":
-        _, log = classroom.nbgrader(course, "autograde", ASSIGNMENT, check=False)
+        _, log = classroom.nbgrader(root, "autograde", ASSIGNMENT, check=False)
     else:
-        course_command = str(Path(sys.executable).parent / "course")
-        done = subprocess.run([course_command, "grade", ASSIGNMENT, "--root", str(course)],
-                              capture_output=True, text=True, timeout=CLASS_TIME_LIMIT_S)
+        done = course("grade", ASSIGNMENT, "--root", root, timeout=CLASS_TIME_LIMIT_S)
         log = done.stdout + done.stderr
     elapsed = time.monotonic() - started
-    return course, classroom.scores(course, ASSIGNMENT), log, elapsed
+    return root, classroom.scores(root, ASSIGNMENT), log, elapsed
 
 
 @pytest.mark.parametrize("student", CONTROLS)
