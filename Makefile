@@ -1,8 +1,30 @@
 # Two commands do everything on a fresh machine: `make demo` and `make test`.
-# GPU machines: `make test TORCH=torch==2.13.0 PIP_CONSTRAINT=` picks PyPI's CUDA build (see README).
+# TORCH_BUILD picks the PyTorch build and its environment (README, "CI and GPU runners"):
+#   cpu  (default) .venv       torch==2.13.0 as pip resolves it here: the CPU build
+#   cuda           .venv-cuda  PyPI's default Linux wheel, the CUDA build (runs on machines without a GPU too)
 PYTHON ?= python3.11
-TORCH ?= torch==2.13.0
+TORCH_BUILD ?= cpu
+ifeq ($(TORCH_BUILD),cuda)
+VENV := .venv-cuda
+# --isolated: pip ignores this machine's configuration, whose local folder holds the `+cpu` wheel that
+# pip would otherwise prefer (a local version label sorts above plain 2.13.0).
+TORCH ?= --isolated torch==2.13.0
+else ifeq ($(TORCH_BUILD),cpu)
 VENV := .venv
+TORCH ?= torch==2.13.0
+else
+$(error TORCH_BUILD must be cpu or cuda, not "$(TORCH_BUILD)")
+endif
+# The suite asserts that it runs under this build (tests/test_project.py), so no silent fallback.
+export COURSE_TORCH_BUILD := $(TORCH_BUILD)
+define CHECK_BUILD
+import sys, torch
+build = "cuda" if torch.version.cuda else "cpu"
+if build != sys.argv[1]:
+    sys.exit(f"pip installed torch {torch.__version__}, the {build} build, but TORCH_BUILD={sys.argv[1]}\n"
+             f"pip 安装的是 torch {torch.__version__}（{build} 版本），但 TORCH_BUILD={sys.argv[1]}")
+endef
+export CHECK_BUILD
 BIN := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(PATH)
 ASSIGNMENTS := a1_tensor_to a2_module_to a3_precision_transfers
@@ -14,6 +36,7 @@ SOURCES := $(foreach a,$(ASSIGNMENTS),source/$(a)/$(a).ipynb)
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check $(TORCH)
+	$(BIN)/python -W ignore -c "$$CHECK_BUILD" $(TORCH_BUILD)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test]"
 	touch $@
 
@@ -48,3 +71,10 @@ release: install  ## regenerate release/ from source/ with nbgrader (its gradebo
 
 clean:
 	rm -rf build gradebook.db submitted autograded feedback
+
+.PHONY: mutation
+mutation: install  ## mutation testing (mutmut) of autograder/checks.py against the fast unit tests; lists surviving mutants
+	test -x $(BIN)/mutmut || $(BIN)/pip install --quiet --disable-pip-version-check "mutmut>=3.8,<4"
+	rm -rf build/mutation && mkdir -p build/mutation
+	cp -R pyproject.toml autograder tests build/mutation/
+	cd build/mutation && $(BIN)/mutmut run --max-children 1 && $(BIN)/mutmut results

@@ -1,7 +1,9 @@
 """The set-up promises of the README hold."""
+import os
 import re
 import tomllib
 
+import pytest
 import yaml
 
 from autograder.classroom import ROOT
@@ -24,9 +26,9 @@ def test_environment_yml_names_every_runtime_dependency():
     assert "python=3.11" in environment["dependencies"] and "-e ." in pip
 
 
-def test_ci_runs_exactly_the_readme_test_command():
+def test_ci_runs_the_readme_test_command_under_both_builds():
     lines = [l for l in (ROOT / ".ci" / "run").read_text().splitlines() if l and not l.startswith(("#", "set ", "cd "))]
-    assert lines == ["make test"]
+    assert lines == ["make test", "make test TORCH_BUILD=cuda"]
     readme = (ROOT / "README.md").read_text("utf-8")
     assert readme.count("`make test`") >= 2 and readme.count("`make demo`") >= 2
 
@@ -34,6 +36,19 @@ def test_ci_runs_exactly_the_readme_test_command():
 def test_readme_is_in_both_languages():
     readme = (ROOT / "README.md").read_text("utf-8")
     assert "## English" in readme and "## 简体中文" in readme
+
+
+def test_runs_under_the_torch_build_that_make_installed():
+    """`make test` (CPU build) and `make test TORCH_BUILD=cuda` (PyPI's CUDA build): never a silent fallback."""
+    build = os.environ.get("COURSE_TORCH_BUILD")
+    if build is None:
+        pytest.skip("not run through make: no TORCH_BUILD to check")
+    assert build in ("cpu", "cuda")
+    assert (torch.version.cuda is not None) == (build == "cuda"), torch.__version__
+    if build == "cuda" and not torch.cuda.is_available():
+        # the students' usual machine: the build names CUDA, the runtime check finds none
+        assert torch.accelerator.current_accelerator() == torch.device("cuda")
+        assert torch.accelerator.current_accelerator(check_available=True) is None
 
 
 def test_gpu_job_really_has_cuda():
