@@ -28,7 +28,8 @@ c.GenerateFeedback.preprocessors = [
 # The same settings apply to `nbgrader validate`, so students see tampering reported as the grader will.
 from autograder.kernel import kernel_arguments  # noqa: E402
 
-c.Execute.extra_arguments = kernel_arguments(memory_bytes=6 * 2**30, cpu_seconds=600)
+GRADING_MEMORY_BYTES = 6 * 2**30  # per grading kernel (RLIMIT_DATA: also where CUDA is present)
+c.Execute.extra_arguments = kernel_arguments(memory_bytes=GRADING_MEMORY_BYTES, cpu_seconds=600)
 
 # nbgrader's own autograde pipelines, with two changes: cells claiming unknown grade ids (forged or
 # duplicated test cells) become ordinary cells before OverwriteCells, and a kernel that dies or hangs

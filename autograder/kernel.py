@@ -21,13 +21,8 @@ def start_kernel(memory_bytes=None, cpu_seconds=None):
     integrity.start_grading()
     if cpu_seconds:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds))
-    if memory_bytes and not _cuda_present():
-        # Address-space limits break CUDA, which reserves huge virtual ranges; GPU graders rely on the
-        # container's memory limit instead (README, threat model).
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-
-
-def _cuda_present() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
+    if memory_bytes:
+        # RLIMIT_DATA counts the memory a process writes to (heap and private writable mappings), not
+        # address space: CUDA's huge PROT_NONE reservations and the mapped libraries of the CUDA build
+        # do not count, so the same limit holds with and without CUDA (RLIMIT_AS would break CUDA).
+        resource.setrlimit(resource.RLIMIT_DATA, (memory_bytes, memory_bytes))
