@@ -50,13 +50,59 @@ def build_is_not_the_machine():
 
 
 # ------------------------------------------------------------------ lessons 2 and 6 · non_blocking
-@claim("2 · non_blocking; 6 · pinned memory",
-       "a CUDA→CPU copy with non_blocking=True lands in pinned memory PyTorch allocates itself")
+@claim("2 · Every overload; 6 · pinned memory",
+       "a CUDA→CPU copy with non_blocking=True lands in pinned memory PyTorch allocates itself; a blocking one does not")
 def device_to_host_lands_pinned():
-    x = torch.ones(1024, device="cuda")
-    y = x.to("cpu", non_blocking=True)
+    x = torch.arange(4.0, device="cuda")
+    back = x.to("cpu", non_blocking=True)
+    blocking = x.to("cpu")
     torch.cuda.synchronize()
-    return y.is_pinned(), f"is_pinned() = {y.is_pinned()}"
+    holds = back.is_pinned() and not blocking.is_pinned() and back.tolist() == [0.0, 1.0, 2.0, 3.0]
+    return holds, f"non-blocking pinned: {back.is_pinned()}, blocking pinned: {blocking.is_pinned()}"
+
+
+@claim("2 · Every overload",
+       "a non_blocking CPU→CUDA copy from pageable memory is safe to use by later work on the same stream")
+def pageable_host_to_device_is_stream_ordered():
+    source = torch.arange(1e6)
+    moved = source.to("cuda", non_blocking=True)
+    holds = not source.is_pinned() and torch.equal((moved * 2).cpu(), source * 2)
+    return holds, f"source pinned: {source.is_pinned()}, result correct: {holds}"
+
+
+@claim("2 · When nothing changes; The shortcuts", ".to and .cuda() return the tensor itself when it is already there")
+def to_returns_self_on_cuda():
+    y = torch.ones(2, device="cuda")
+    holds = y.cuda() is y and y.to("cuda") is y and y.to(y.device) is y
+    return holds, f"y.cuda() is y: {y.cuda() is y}, y.to('cuda') is y: {y.to('cuda') is y}"
+
+
+@claim("2 · …no longer a leaf", "moving a leaf to CUDA gives a non-leaf; .to the same device returns the leaf itself")
+def leaf_rules_on_cuda():
+    w = torch.randn(3, requires_grad=True)
+    c = torch.randn(3, device="cuda", requires_grad=True)
+    holds = not w.to("cuda").is_leaf and c.to("cuda") is c and c.is_leaf
+    return holds, f"moved is leaf: {w.to('cuda').is_leaf}, same-device .to is self: {c.to('cuda') is c}"
+
+
+# ------------------------------------------------------------------ lesson 3 · Module.to
+@claim("3 · Parameter identity", "Module.to('cuda') keeps the parameter objects, so an optimizer built before still holds them")
+def module_to_keeps_parameters():
+    model = nn.Linear(2, 1)
+    weight = model.weight
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.to("cuda")
+    holds = (model.weight is weight and optimizer.param_groups[0]["params"][0] is model.weight
+             and weight.device.type == "cuda")
+    return holds, f"same object: {model.weight is weight}, now on {weight.device}"
+
+
+@claim("3 · What moves", "a parameter's .grad moves to CUDA with it")
+def grad_follows_to_cuda():
+    model = nn.Linear(2, 2)
+    model.weight.grad = torch.ones(2, 2)
+    model.to("cuda")
+    return model.weight.grad.device.type == "cuda", f"grad on {model.weight.grad.device}"
 
 
 @claim("6 · The early-read race",
@@ -114,38 +160,128 @@ def adam_resume_onto_cuda():
     return step.type == "cuda" and moments.type == "cuda", f"step: {step}, exp_avg: {moments}"
 
 
+def synchronises(action) -> bool:
+    """Whether `action` makes the CPU wait for the GPU (CUDA's sync debug mode turns that into an error)."""
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        action()
+        return False
+    except RuntimeError as error:
+        if "synchroniz" not in str(error):
+            raise
+        return True
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+
+
+@claim("5 · Where the optimizer state goes when it is loaded",
+       "Adam with `step` on the GPU (map_location='cuda') synchronises at every step; with `step` on the CPU it does not")
+def adam_step_on_cuda_synchronises():
+    import io
+
+    model = nn.Linear(10, 1).cuda()
+    optimizer = torch.optim.Adam(model.parameters())
+    model(torch.randn(4, 10, device="cuda")).sum().backward()
+    optimizer.step()
+    saved = io.BytesIO()
+    torch.save(optimizer.state_dict(), saved)
+    seen = {}
+    for where in ("cuda", "cpu"):
+        saved.seek(0)
+        resumed = torch.optim.Adam(model.parameters())
+        resumed.load_state_dict(torch.load(saved, map_location=where))
+        model.zero_grad()
+        model(torch.randn(4, 10, device="cuda")).sum().backward()
+        seen[where] = synchronises(resumed.step)
+    return seen == {"cuda": True, "cpu": False}, f"step synchronises with step on: {seen}"
+
+
+@claim("6 · Hidden transfers synchronise too", ".numpy() on a CUDA tensor raises TypeError; it does not synchronise")
+def numpy_raises_on_cuda():
+    try:
+        torch.ones(2, device="cuda").numpy()
+    except TypeError as error:
+        return "cuda" in str(error), str(error)
+    return False, "no error"
+
+
+@claim("6 · Hidden transfers synchronise too",
+       "synchronise: .item(), .tolist(), print, Python if, boolean masks, nonzero, .cpu(), a blocking upload; "
+       "do not: t * 2, t.max(), a non_blocking upload")
+def hidden_synchronisations():
+    t = torch.tensor([1.0, -2.0, 3.0], device="cuda")
+    x = torch.randn(1024)
+    expected = {
+        ".item()": (lambda: t[0].item(), True),
+        ".tolist()": (lambda: t.tolist(), True),
+        "print": (lambda: str(t), True),
+        "if": (lambda: bool(t.sum() > 0), True),
+        "boolean mask": (lambda: t[t > 0], True),
+        "nonzero": (lambda: torch.nonzero(t), True),
+        ".cpu()": (lambda: t.cpu(), True),
+        "blocking upload": (lambda: x.to("cuda"), True),
+        "t * 2": (lambda: t * 2, False),
+        "t.max()": (lambda: t.max(), False),
+        "non_blocking upload": (lambda: x.to("cuda", non_blocking=True), False),
+    }
+    seen = {name: synchronises(action) for name, (action, _) in expected.items()}
+    wrong = [name for name, (_, syncs) in expected.items() if seen[name] != syncs]
+    return not wrong, "synchronise: " + ", ".join(n for n, s in seen.items() if s) + (f"; wrong: {wrong}" if wrong else "")
+
+
 # ------------------------------------------------------------------ lesson 7 · autocast on CUDA
-AUTOCAST_TABLE = {  # op → dtype under torch.autocast("cuda", dtype=torch.float16)
+AUTOCAST_TABLE = {  # result → dtype under torch.autocast("cuda", dtype=torch.float16)
     "linear": torch.float16,
     "matmul": torch.float16,
+    "relu of a float16 input": torch.float16,
     "softmax": torch.float32,
     "layer_norm": torch.float32,
     "sum": torch.float32,
+    "mse_loss": torch.float32,
+    "cross_entropy": torch.float32,
+    "float32 + float16": torch.float32,
 }
 
 
-@claim("7 · autocast on CUDA", "which dtype each op produces under float16 autocast: " +
+@claim("7 · What is used today", "which dtype each op produces under float16 autocast on CUDA: " +
        ", ".join(f"{op} → {str(dtype).removeprefix('torch.')}" for op, dtype in AUTOCAST_TABLE.items()))
 def autocast_dtype_table():
-    layer = nn.Linear(4, 4).cuda()
-    x = torch.randn(2, 4, device="cuda")
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).cuda()
+    x = torch.randn(5, 4, device="cuda")
+    targets = torch.tensor([0, 1, 2, 0, 1], device="cuda")
     with torch.autocast("cuda", dtype=torch.float16):
-        logits = layer(x)
+        hidden = net[0](x)
+        logits = net(x)
+        loss = nn.functional.cross_entropy(logits, targets)
         seen = {
-            "linear": logits.dtype,
-            "matmul": (x @ x.T).dtype,
+            "linear": hidden.dtype,
+            "matmul": (x @ net[0].weight.T).dtype,
+            "relu of a float16 input": hidden.relu().dtype,
             "softmax": torch.softmax(logits, dim=-1).dtype,
-            "layer_norm": nn.functional.layer_norm(logits, (4,)).dtype,
+            "layer_norm": nn.functional.layer_norm(logits, (3,)).dtype,
             "sum": logits.sum().dtype,
+            "mse_loss": nn.functional.mse_loss(logits, torch.zeros_like(logits)).dtype,
+            "cross_entropy": loss.dtype,
+            "float32 + float16": (x[:, :3] + logits.half()).dtype,
         }
+    loss.backward()
+    master = net[0].weight.dtype == net[0].weight.grad.dtype == torch.float32
     wrong = {op: dtype for op, dtype in seen.items() if dtype != AUTOCAST_TABLE[op]}
-    return not wrong, ", ".join(f"{op} → {str(d).removeprefix('torch.')}" for op, d in seen.items())
+    shown = ", ".join(f"{op} → {str(d).removeprefix('torch.')}" for op, d in seen.items())
+    return not wrong and master, f"{shown}; weights and grads float32: {master}"
 
 
-@claim("7 · bfloat16", "current NVIDIA GPUs support bfloat16 (torch.cuda.is_bf16_supported())")
-def bf16_supported():
-    supported = torch.cuda.is_bf16_supported()
-    return supported, f"is_bf16_supported() = {supported}"
+@claim("7 · Which 16-bit type, on which device",
+       "bfloat16 is native from compute capability 8 (Ampere) on: is_bf16_supported(including_emulation=False)")
+def bf16_native_from_ampere():
+    native = torch.cuda.is_bf16_supported(including_emulation=False)
+    capability = torch.cuda.get_device_capability()
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        produced = nn.Linear(4, 2).cuda()(torch.randn(3, 4, device="cuda")).dtype
+    holds = native == (capability[0] >= 8) and produced == torch.bfloat16
+    return holds, f"capability {capability}, native bf16: {native}, autocast produced {produced}"
 
 
 # ------------------------------------------------------------------ lesson 9 · errors
