@@ -22,11 +22,13 @@ CLAIMS = []
 class Claim:
     lesson: str
     says: str
-    needs: str          # "cuda": a CUDA device; "cuda-build": PyTorch built for CUDA, with or without a GPU
+    needs: str          # "cuda": a CUDA device; "2 cuda": two of them; "cuda-build": PyTorch built for CUDA
     check: Callable[[], tuple[bool, str]]  # → (holds, what was seen)
 
     def runnable(self) -> bool:
-        return torch.cuda.is_available() if self.needs == "cuda" else torch.version.cuda is not None
+        if self.needs == "cuda-build":
+            return torch.version.cuda is not None
+        return torch.cuda.is_available() and torch.cuda.device_count() >= (2 if self.needs == "2 cuda" else 1)
 
 
 def claim(lesson, says, needs="cuda"):
@@ -284,6 +286,15 @@ def bf16_native_from_ampere():
     return holds, f"capability {capability}, native bf16: {native}, autocast produced {produced}"
 
 
+# ------------------------------------------------------------------ lesson 8 · several devices
+@claim("8 · Moving a model from one device to another", "Module.to('cuda:1') moves the same module in place",
+       needs="2 cuda")
+def module_moves_between_gpus():
+    model = nn.Linear(4, 2).to("cuda:0")
+    moved = model.to("cuda:1")
+    return moved is model and model.weight.device == torch.device("cuda:1"), f"weight on {model.weight.device}"
+
+
 # ------------------------------------------------------------------ lesson 9 · errors
 @claim("9 · Reading a device-mismatch error",
        "a linear layer on CUDA fed a CPU batch: 'Expected all tensors to be on the same device, but got "
@@ -314,6 +325,91 @@ def elementwise_mismatch_message():
 def zero_dim_cpu_scalar_mixes():
     result = torch.ones(2, device="cuda") + torch.tensor(1.0)
     return result.device.type == "cuda", f"result on {result.device}"
+
+
+@claim("9 · Reading a device-mismatch error",
+       "unlike a meta/cpu product, a cpu @ cuda matrix product raises")
+def cuda_matmul_checks_devices():
+    try:
+        torch.ones(2, 2) @ torch.ones(2, 2, device="cuda")
+    except RuntimeError as error:
+        return "Expected all tensors to be on the same device" in str(error), str(error)
+    return False, "no error"
+
+
+MiB = 2**20
+
+
+@claim("9 · GPU memory", "memory_allocated counts live tensors, max_memory_allocated the peak, empty_cache "
+       "returns cached blocks")
+def memory_counters():
+    start = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    block = torch.empty(256 * MiB, dtype=torch.uint8, device="cuda")
+    grew = torch.cuda.memory_allocated() - start
+    del block
+    peak = torch.cuda.max_memory_allocated() - start
+    cached = torch.cuda.memory_reserved() >= 256 * MiB
+    torch.cuda.empty_cache()
+    returned = torch.cuda.memory_reserved() < 256 * MiB
+    holds = grew == 256 * MiB and torch.cuda.memory_allocated() == start and peak == 256 * MiB and cached and returned
+    return holds, f"grew {grew // MiB} MiB, peak {peak // MiB} MiB, cached {cached}, returned {returned}"
+
+
+@claim("9 · GPU memory", "model.to('cpu') frees the parameters but Adam's CUDA state stays until it is moved too")
+def optimizer_state_keeps_gpu_memory():
+    import gc
+
+    model = nn.Linear(1024, 1024).to("cuda")
+    optimizer = torch.optim.Adam(model.parameters())
+    model(torch.randn(8, 1024, device="cuda")).sum().backward()
+    optimizer.step()
+    model.zero_grad(set_to_none=True)
+    before = torch.cuda.memory_allocated()
+    model.to("cpu")
+    freed = round((before - torch.cuda.memory_allocated()) / MiB)
+    state_on_gpu = optimizer.state[model.weight]["exp_avg"].is_cuda
+    before = torch.cuda.memory_allocated()
+    optimizer.load_state_dict(optimizer.state_dict())  # moves the moment estimates to the parameters' device
+    gc.collect()
+    freed_by_state = round((before - torch.cuda.memory_allocated()) / MiB)
+    holds = freed >= 4 and state_on_gpu and freed_by_state >= 8
+    return holds, f"model.to('cpu') freed {freed} MiB, state on CUDA: {state_on_gpu}, moving state freed {freed_by_state} MiB"
+
+
+@claim("9 · GPU memory", "an impossible allocation raises torch.OutOfMemoryError ('CUDA out of memory')")
+def out_of_memory_error():
+    try:
+        torch.empty(2**50, dtype=torch.uint8, device="cuda")
+    except torch.OutOfMemoryError as error:
+        return str(error).startswith("CUDA out of memory"), str(error)[:80]
+    return False, "no error"
+
+
+@claim("9 · GPU memory", "set_sync_debug_mode('warn') warns when .item() synchronises")
+def sync_debug_mode_warns():
+    import warnings
+
+    y = torch.rand(1000, device="cuda")
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            y.max().item()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    return any("synchroniz" in str(w.message) for w in caught), f"{len(caught)} warning(s)"
+
+
+@claim("3 · Building a large model on `meta`; 9 · GPU memory", "to_empty allocates the whole model on the target device")
+def to_empty_allocates_everything():
+    with torch.device("meta"):
+        big = nn.Sequential(*[nn.Linear(1024, 1024) for _ in range(8)])
+    size = sum(p.numel() * p.element_size() for p in big.parameters())
+    before = torch.cuda.memory_allocated()
+    big.to_empty(device="cuda")
+    grew = torch.cuda.memory_allocated() - before
+    return grew >= size, f"model {size // MiB} MiB, allocated {grew // MiB} MiB"
 
 
 def main() -> int:
