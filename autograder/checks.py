@@ -149,13 +149,32 @@ def assert_leaf(t, what):
 
 
 def assert_grad_connected(t, source, what):
-    """`t` is `source` itself or computed from it, so gradients flow back to `source`."""
+    """`t` is `source` itself or computed from it, so gradients flow back to `source`.
+
+    A `grad_fn` alone is not enough: `x.detach().requires_grad_().to(device)` has one, but its graph
+    starts at a new leaf, so the graph is walked back until it reaches `source`.
+    """
     __tracebackhide__ = True
     assert_tensor(t, what)
     if t is source:
         return
-    if t.grad_fn is None:
-        _fail("grad_disconnected", what=what, requires_grad=t.requires_grad)
+    if not _reaches(t.grad_fn, source):
+        _fail("grad_disconnected", what=what, requires_grad=t.requires_grad,
+              grad_fn=_name(t.grad_fn))
+
+
+def _reaches(node, source) -> bool:
+    """Whether the autograd graph from `node` leads to `source`: its `grad_fn`, or its leaf accumulator."""
+    pending, seen = [node], set()
+    while pending:
+        node = pending.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if node is source.grad_fn or getattr(node, "variable", None) is source:
+            return True
+        pending.extend(parent for parent, _ in node.next_functions)
+    return False
 
 
 def assert_batch_moved(result, original, device, what, depth=0):
@@ -253,17 +272,21 @@ def assert_module(obj, what):
 
 
 def assert_eval(model, what):
+    """`model` and every submodule in eval mode: `model.training = False` alone leaves the submodules training."""
     __tracebackhide__ = True
     assert_module(model, what)
-    if any(m.training for m in model.modules()):
-        _fail("not_eval", what=what)
+    for name, module in model.named_modules():
+        if module.training:
+            path = f"model.{name}" if name else "model"
+            _fail("not_eval", what=what, name=f"{path} ({_name(module)})")
 
 
 def assert_detached(t, what):
+    """Out of autograd altogether: no `grad_fn`, and no `requires_grad` either (a new leaf is still tracked)."""
     __tracebackhide__ = True
     assert_tensor(t, what)
     if t.requires_grad or t.grad_fn is not None:
-        _fail("not_detached", what=what, grad_fn=_name(t.grad_fn))
+        _fail("not_detached", what=what, grad_fn=_name(t.grad_fn), requires_grad=t.requires_grad)
 
 
 def assert_updated(before: Mapping, model, what):
@@ -275,19 +298,26 @@ def assert_updated(before: Mapping, model, what):
 
 
 def assert_gradients(model, expected: Mapping, what, atol=1e-6):
-    """Each parameter's `.grad` equals the gradient of this batch alone (no stale gradients added)."""
+    """Each parameter's `.grad` equals the gradient of this batch alone (no stale gradients added).
+
+    A parameter whose `.grad` is None (cleared after the step, or never computed) fails too.
+    """
     __tracebackhide__ = True
     for name, param in model.named_parameters():
-        grad = param.grad
-        diff = (grad.detach().cpu() - expected[name].cpu()).abs().max().item() if grad is not None else float("inf")
+        if param.grad is None:
+            _fail("missing_gradient", what=what, name=name)
+        diff = (param.grad.detach().cpu() - expected[name].cpu()).abs().max().item()
         if not diff <= atol:
-            _fail("stale_gradients", what=what, diff=f"{diff:.3g}")
+            _fail("stale_gradients", what=what, diff=f"{diff:.3g}", name=name)
 
 
 def assert_state_unchanged(model, before: Mapping, what, hint):
-    """Every entry of `model.state_dict()` keeps the dtype and values of the snapshot `before`."""
+    """`model.state_dict()` has the entries of the snapshot `before`, each with its dtype and values."""
     __tracebackhide__ = True
-    for name, tensor in model.state_dict().items():
+    state = model.state_dict()
+    if set(state) != set(before):
+        _fail("wrong_keys", what=f"{what}: state_dict()", expected=list(before), found=list(state))
+    for name, tensor in state.items():
         if _dtype_of(tensor) != _dtype_of(before[name]):
             _fail("model_modified", what=what, name=name, expected=_dtype_of(before[name]), found=_dtype_of(tensor),
                   hint=text(hint))

@@ -1,4 +1,5 @@
 """The assertion helpers pass right answers and name each classic mistake, on every grading device."""
+import copy
 import warnings
 from collections import OrderedDict, namedtuple
 
@@ -6,18 +7,54 @@ import pytest
 import torch
 from torch import nn
 
-from autograder import checks
-from autograder.messages import shows
-from autograder.probes import save_as_if_from_cuda
+from autograder import checks, grading_devices, has_data, integrity
+from autograder.messages import message, shows, text
+from autograder.probes import count_transfers, save_as_if_from_cuda
 from autograder.simulate import simulated_accelerator
 
 Pair = namedtuple("Pair", "first second")
 
 
-def fails_with(key, function, *args, **kwargs):
+def failure(key, function, *args, **kwargs):
+    """`function(*args, **kwargs)` fails with message `key`: (the message shown, the fields `_fail` got or None).
+
+    Every frame of autograder/checks.py on the way sets `__tracebackhide__` (so a student sees their own
+    code, not the grader's), and `_fail` got a value for each field: a helper that passed None, or the
+    wrong argument, as `what`, `found`, a hint… would show a broken diagnostic.
+    """
     with pytest.raises(AssertionError) as raised:
         function(*args, **kwargs)
-    assert shows(str(raised.value), key), f"expected message {key!r}, got:\n{raised.value}"
+    shown, given = str(raised.value), None
+    assert shows(shown, key), f"expected message {key!r}, got:\n{shown}"
+    traceback = raised.tb
+    while traceback is not None:
+        frame = traceback.tb_frame
+        if frame.f_code.co_filename == checks.__file__:
+            assert frame.f_locals.get("__tracebackhide__") is True, f"{frame.f_code.co_name} does not hide its frame"
+            fields = frame.f_locals.get("fields")
+            if "key" in frame.f_locals and isinstance(fields, dict):  # the frame of `_fail(key, **fields)`
+                assert frame.f_locals["key"] == key
+                assert not [name for name, value in fields.items() if value is None], f"{key}: empty field in {fields}"
+                assert isinstance(fields.get("what", ""), str), f"{key}: `what` is {fields['what']!r}"
+                given = fields
+        traceback = traceback.tb_next
+    return shown, given
+
+
+def fails_with(key, function, *args, **kwargs):
+    """`function(*args, **kwargs)` fails with message `key` (see `failure`); returns the message shown."""
+    return failure(key, function, *args, **kwargs)[0]
+
+
+def fails_showing(key, fields, function, *args, **kwargs):
+    """Like `fails_with`, with exactly these `fields`: the message shows what was expected and found.
+
+    Fields the current text does not show yet are compared too, so a helper keeps passing them.
+    """
+    shown, given = failure(key, function, *args, **kwargs)
+    assert shown == message(key, **fields), f"expected:\n{message(key, **fields)}\ngot:\n{shown}"
+    assert given is None or given == fields, f"{key}: fields {given}, expected {fields}"
+    return shown
 
 
 class LooksLikeATensor:
@@ -29,12 +66,26 @@ class LooksLikeATensor:
 
 
 def test_an_imitation_is_not_a_tensor():
-    fails_with("not_a_tensor", checks.assert_device, LooksLikeATensor(), "cpu", "x")
+    fails_showing("not_a_tensor", dict(what="x", found="LooksLikeATensor"),
+                  checks.assert_device, LooksLikeATensor(), "cpu", "x")
     fails_with("not_a_tensor", checks.assert_leaf, LooksLikeATensor(), "x")
 
 
+TENSOR_HELPERS = [  # each helper that takes a tensor first, with the arguments that follow it
+    (checks.assert_device, ("cpu",)), (checks.assert_dtype, (torch.float32,)), (checks.assert_shape, ((2,),)),
+    (checks.assert_values, (torch.ones(2),)), (checks.assert_requires_grad, ()), (checks.assert_leaf, ()),
+    (checks.assert_grad_connected, (torch.ones(2),)), (checks.assert_detached, ()),
+]
+
+
+@pytest.mark.parametrize("helper, args", TENSOR_HELPERS, ids=[helper.__name__ for helper, _ in TENSOR_HELPERS])
+def test_every_tensor_helper_names_a_non_tensor(helper, args):
+    fails_showing("not_a_tensor", dict(what="result", found="list"), helper, [1.0, 2.0], *args, "result")
+
+
 def test_a_string_is_not_a_device():
-    fails_with("not_a_device", checks.assert_torch_device, "cpu", "pick_device()")
+    fails_showing("not_a_device", dict(what="pick_device()", found="str 'cpu'"),
+                  checks.assert_torch_device, "cpu", "pick_device()")
 
 
 def test_moved_tensor_passes(device):
@@ -44,34 +95,50 @@ def test_moved_tensor_passes(device):
 
 def test_forgotten_assignment_is_named(device):
     x = torch.arange(3.0, device="meta" if device.type == "cpu" else "cpu")  # `x.to(device)` result dropped
-    fails_with("forgot_assignment", checks.assert_device, x, device, "x", original=x)
+    fails_showing("forgot_assignment", dict(what="x", expected=device, found=x.device),
+                  checks.assert_device, x, device, "x", original=x)
 
 
 def test_wrong_device_is_named(device):
     elsewhere = torch.device("meta" if device.type == "cpu" else "cpu")
-    fails_with("wrong_device", checks.assert_device, torch.ones(2, device=elsewhere), device, "x")
+    fails_showing("wrong_device", dict(what="x", expected=device, found=elsewhere),
+                  checks.assert_device, torch.ones(2, device=elsewhere), device, "x")
+    # a new tensor on the wrong device is not a forgotten assignment, even when the original is known
+    x = torch.ones(2, device=elsewhere)
+    fails_with("wrong_device", checks.assert_device, x.clone(), device, "x", original=x)
 
 
 def test_wrong_dtype_is_named(device):
     x = torch.ones(2, device=device)
     checks.assert_dtype(x, torch.float32, "x")
-    fails_with("wrong_dtype", checks.assert_dtype, x.half(), torch.float32, "x")
-    fails_with("forgot_assignment_dtype", checks.assert_dtype, x, torch.float16, "x", original=x)
+    checks.assert_dtype(x, torch.float32, "x", original=x)  # the same tensor back is fine when nothing changes
+    fails_showing("wrong_dtype",
+                  dict(what="x", expected=torch.float32, found=torch.float16, hint=text("dtype_hint_keep")),
+                  checks.assert_dtype, x.half(), torch.float32, "x")
+    fails_showing("wrong_dtype",
+                  dict(what="x", expected=torch.float16, found=torch.float32, hint=text("dtype_hint_cast")),
+                  checks.assert_dtype, x.clone(), torch.float16, "x", hint="dtype_hint_cast", original=x)
+    fails_showing("forgot_assignment_dtype", dict(what="x", expected=torch.float16, found=torch.float32),
+                  checks.assert_dtype, x, torch.float16, "x", original=x)
 
 
 def test_values_are_compared_where_they_exist():
     checks.assert_values(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0], dtype=torch.float64), "x")
-    fails_with("wrong_values", checks.assert_values, torch.tensor([1.0, 2.5]), torch.tensor([1.0, 2.0]), "x")
+    fails_showing("wrong_values", dict(what="x", diff="0.5"),
+                  checks.assert_values, torch.tensor([1.0, 2.5]), torch.tensor([1.0, 2.0]), "x")
+    checks.assert_values(torch.tensor([1.0, 2.5]), torch.tensor([1.0, 2.0]), "x", atol=0.5)  # atol is inclusive
+    checks.assert_values(torch.ones(0), torch.ones(0), "x")  # nothing to compare is no difference
     fails_with("wrong_values", checks.assert_values, torch.tensor([float("nan")]), torch.tensor([1.0]), "x")
     checks.assert_values(torch.ones(2, device="meta"), torch.zeros(2), "x")  # no data on meta: shape only
-    fails_with("wrong_shape", checks.assert_values, torch.ones(3, device="meta"), torch.zeros(2), "x")
+    fails_showing("wrong_shape", dict(what="x", expected=(2,), found=(3,)),
+                  checks.assert_values, torch.ones(3, device="meta"), torch.zeros(2), "x")
 
 
 def test_leaf_weight_passes_and_moved_weight_is_named(device):
     checks.assert_leaf(torch.randn(3, device=device, requires_grad=True), "w")
     checks.assert_leaf(nn.Parameter(torch.randn(3, device=device)), "w")
     moved = torch.randn(3, dtype=torch.float64, requires_grad=True).to(device, torch.float32)
-    fails_with("not_leaf", checks.assert_leaf, moved, "w")
+    fails_showing("not_leaf", dict(what="w", grad_fn="ToCopyBackward0"), checks.assert_leaf, moved, "w")
     fails_with("no_requires_grad", checks.assert_leaf, torch.randn(3, device=device), "w")
 
 
@@ -79,16 +146,40 @@ def test_autograd_connection(device):
     w = torch.randn(3, dtype=torch.float64, requires_grad=True)
     checks.assert_grad_connected(w.to(device), w, "w")
     checks.assert_grad_connected(w, w, "w")
-    fails_with("grad_disconnected", checks.assert_grad_connected, w.detach().to(device), w, "w")
+    fails_showing("grad_disconnected", dict(what="w", requires_grad=False, grad_fn="NoneType"),
+                  checks.assert_grad_connected, w.detach().to(device), w, "w")
+
+
+def test_autograd_connection_must_lead_back_to_the_source(device):
+    w = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    # a fresh leaf moved to the device has a grad_fn (off the CPU), but gradients never reach `w`
+    fails_with("grad_disconnected", checks.assert_grad_connected, w.detach().requires_grad_().to(device), w, "w")
+    fails_showing("grad_disconnected", dict(what="w", requires_grad=True, grad_fn="MulBackward0"),
+                  checks.assert_grad_connected, torch.ones(3, requires_grad=True) * 2, w, "w")
+    computed = w * 2  # a source that is itself a result
+    checks.assert_grad_connected((computed + 1).to(device), computed, "w")
+    fails_with("grad_disconnected", checks.assert_grad_connected, (w * 2).to(device), computed, "w")
+
+
+def test_autograd_connection_walks_a_shared_graph_once():
+    w = torch.ones(1, requires_grad=True)
+    x = w
+    for _ in range(64):
+        x = x + x  # each step reaches the one before twice: 2**64 paths, 65 nodes
+    checks.assert_grad_connected(x, w, "x")
+    fails_with("grad_disconnected", checks.assert_grad_connected, x, torch.ones(1, requires_grad=True), "x")
 
 
 def test_device_choice_accepts_any_index_only_when_none_is_asked():
     checks.assert_device_choice(torch.device("cuda:0"), "cuda", "d", "device_hint_order")
     checks.assert_device_choice(torch.device("cuda:1"), "cuda:1", "d", "device_hint_prefer")
-    fails_with("wrong_device_type", checks.assert_device_choice, torch.device("cuda"), "cuda:1", "d",
-               "device_hint_prefer")
+    fails_showing("wrong_device_type", dict(what="d", expected=torch.device("cuda:1"), found=torch.device("cuda"),
+                                            hint=text("device_hint_prefer")),
+                  checks.assert_device_choice, torch.device("cuda"), "cuda:1", "d", "device_hint_prefer")
     fails_with("wrong_device_type", checks.assert_device_choice, torch.device("cpu"), "mps", "d",
                "device_hint_order")
+    fails_showing("not_a_device", dict(what="d", found="str 'cuda'"),
+                  checks.assert_device_choice, "cuda", "cuda", "d", "device_hint_order")
 
 
 def nested_batch():
@@ -116,14 +207,48 @@ def test_fully_moved_batch_passes(device):
 def test_batch_mistakes_are_named():
     batch = nested_batch()
     top_only = {k: v.to("meta") if torch.is_tensor(v) else v for k, v in batch.items()}
-    fails_with("nested_not_moved", checks.assert_batch_moved, top_only, batch, "meta", "batch")
+    fails_showing("nested_not_moved",
+                  dict(what="batch['x'][0]", expected=torch.device("meta"), found=torch.device("cpu")),
+                  checks.assert_batch_moved, top_only, batch, "meta", "batch")
     as_lists = move(batch, "meta") | {"x": [batch["x"][0].to("meta"), [torch.ones(1, device="meta"), "tag"]]}
-    fails_with("wrong_type", checks.assert_batch_moved, as_lists, batch, "meta", "batch")
+    fails_showing("wrong_type", dict(what="batch['x'][1]", expected="tuple", found="list"),
+                  checks.assert_batch_moved, as_lists, batch, "meta", "batch")
     dropped = move(batch, "meta")
     del dropped["extra"]
-    fails_with("wrong_keys", checks.assert_batch_moved, dropped, batch, "meta", "batch")
+    fails_showing("wrong_keys", dict(what="batch", expected=["x", "pair", "extra"], found=["x", "pair"]),
+                  checks.assert_batch_moved, dropped, batch, "meta", "batch")
+    shorter = move(batch, "meta") | {"x": [batch["x"][0].to("meta")]}
+    fails_showing("wrong_length", dict(what="batch['x']", expected=2, found=1),
+                  checks.assert_batch_moved, shorter, batch, "meta", "batch")
     renamed = move(batch, "meta") | {"pair": Pair(torch.zeros(2, device="meta"), "None")}
-    fails_with("leaf_changed", checks.assert_batch_moved, renamed, batch, "meta", "batch")
+    fails_showing("leaf_changed", dict(what="batch['pair'][1]", expected="None", found="'None'"),
+                  checks.assert_batch_moved, renamed, batch, "meta", "batch")
+
+
+def test_batch_tensors_keep_dtype_and_values():
+    batch = {"x": [torch.tensor([1.0, 2.0])], "tag": "train"}
+    fails_showing("wrong_dtype", dict(what="batch['x'][0]", expected=torch.float32, found=torch.float16,
+                                      hint=text("dtype_hint_keep")),
+                  checks.assert_batch_moved, {"x": [batch["x"][0].half()], "tag": "train"}, batch, "cpu", "batch")
+    fails_showing("wrong_values", dict(what="batch['x'][0]", diff="1"),
+                  checks.assert_batch_moved, {"x": [batch["x"][0] + 1], "tag": "train"}, batch, "cpu", "batch")
+    fails_showing("leaf_changed", dict(what="batch['tag']", expected="'train'", found="'TRAIN'"),
+                  checks.assert_batch_moved, {"x": [batch["x"][0].clone()], "tag": "TRAIN"}, batch, "cpu", "batch")
+
+
+def test_batch_depth_tells_a_forgotten_assignment_from_a_tensor_left_inside():
+    x = torch.ones(2)
+    fails_with("forgot_assignment", checks.assert_batch_moved, x, x, "meta", "batch")  # the batch is the tensor
+    fails_showing("nested_not_moved", dict(what="batch['x']", expected=torch.device("meta"), found=torch.device("cpu")),
+                  checks.assert_batch_moved, {"x": x}, {"x": x}, "meta", "batch")
+    fails_showing("nested_not_moved", dict(what="batch[0]", expected=torch.device("meta"), found=torch.device("cpu")),
+                  checks.assert_batch_moved, [x], [x], "meta", "batch")
+
+
+def test_batch_leaves_may_be_equal_copies():
+    tag = "".join(["ta", "g"])  # equal to "tag", not the same object
+    checks.assert_batch_moved({"t": torch.ones(1, device="meta"), "tag": tag, "n": 3.0},
+                              {"t": torch.ones(1), "tag": "tag", "n": 3.0}, "meta", "batch")
 
 
 class WithPlainTensor(nn.Module):
@@ -140,24 +265,93 @@ def test_module_on_device_passes(device):
 def test_module_mistakes_are_named():
     model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
     model[1].to("meta")
-    fails_with("module_tensor_device", checks.assert_module_on, model, "meta", "model")
-    fails_with("unregistered_tensor", checks.assert_module_on, WithPlainTensor().to("meta"), "meta", "model")
-    fails_with("not_a_module", checks.assert_module_on, torch.ones(2), "cpu", "model")
+    fails_showing("module_tensor_device", dict(what="model", expected=torch.device("meta"), found=torch.device("cpu"),
+                                               kind=text("kind_parameter"), name="0.weight"),
+                  checks.assert_module_on, model, "meta", "model")
+    unregistered = dict(what="model", expected=torch.device("meta"), found=torch.device("cpu"), name="scale")
+    fails_showing("unregistered_tensor", unregistered,
+                  checks.assert_module_on, WithPlainTensor().to("meta"), "meta", "model")
+    fails_showing("unregistered_tensor", unregistered | {"name": "0.scale"},
+                  checks.assert_module_on, nn.Sequential(WithPlainTensor()).to("meta"), "meta", "model")
+    fails_showing("not_a_module", dict(what="model", found="Tensor"),
+                  checks.assert_module_on, torch.ones(2), "cpu", "model")
+
+
+def elsewhere_than(device):
+    return torch.device("meta" if device.type == "cpu" else "cpu")
+
+
+def move_parameters_only(model, device):
+    """What a hand-written loop over `model.parameters()` does: buffers stay where they were."""
+    for module in model.modules():
+        for name, param in list(module.named_parameters(recurse=False)):
+            # a new tensor rather than a copy: meta has no data to copy
+            module.register_parameter(name, nn.Parameter(torch.zeros_like(param, device=device)))
+    return model
+
+
+def test_module_on_checks_buffers_not_only_parameters(device):
+    model = move_parameters_only(nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3)).to(elsewhere_than(device)), device)
+    fails_showing("module_tensor_device", dict(what="model", expected=device, found=elsewhere_than(device),
+                                               kind=text("kind_buffer"), name="1.running_mean"),
+                  checks.assert_module_on, model, device, "model")
+
+
+def test_module_on_checks_non_persistent_and_nested_buffers(device):
+    inner = nn.Linear(2, 2)
+    inner.register_buffer("mask", torch.ones(2, 2), persistent=False)
+    model = move_parameters_only(nn.Sequential(nn.Sequential(inner)).to(elsewhere_than(device)), device)
+    fails_showing("module_tensor_device", dict(what="model", expected=device, found=elsewhere_than(device),
+                                               kind=text("kind_buffer"), name="0.0.mask"),
+                  checks.assert_module_on, model, device, "model")
+    checks.assert_module_on(model.to_empty(device=device), device, "model")  # to_empty: meta holds no data
+
+
+def test_module_on_names_a_parameter_left_behind(device):
+    model = nn.Linear(2, 2).to(elsewhere_than(device))  # no buffers: the parameters are what is left behind
+    fails_showing("module_tensor_device", dict(what="model", expected=device, found=elsewhere_than(device),
+                                               kind=text("kind_parameter"), name="weight"),
+                  checks.assert_module_on, model, device, "model")
 
 
 def test_mixed_devices_are_named():
     checks.assert_one_device({"a": torch.ones(1), "b": torch.ones(1)}, "batch")
-    fails_with("mixed_devices", checks.assert_one_device, {"a": torch.ones(1), "b": torch.ones(1, device="meta")},
-               "batch")
+    fails_showing("mixed_devices", dict(what="batch", found="cpu, meta"),
+                  checks.assert_one_device, {"a": torch.ones(1), "b": torch.ones(1, device="meta")}, "batch")
 
 
 def test_call_turns_errors_into_bilingual_failures():
     def unanswered():
         raise NotImplementedError()
 
-    fails_with("not_answered", checks.call, "f()", unanswered)
-    fails_with("raised", checks.call, "f()", lambda: 1 / 0)
+    def silent():
+        raise ValueError()
+
+    def long():
+        raise ValueError("first line\nsecond line")
+
+    fails_showing("not_answered", dict(what="f()"), checks.call, "f()", unanswered)
+    fails_showing("raised", dict(what="f()", error="ZeroDivisionError: division by zero"),
+                  checks.call, "f()", lambda: 1 / 0)
+    fails_showing("raised", dict(what="f()", error="ValueError: "), checks.call, "f()", silent)
+    fails_showing("raised", dict(what="f()", error="ValueError: first line"), checks.call, "f()", long)
     assert checks.call("f()", lambda x: x + 1, 1) == 2
+    assert checks.call("f()", lambda x, y=0: x + y, 1, y=2) == 3  # keyword arguments reach the student's function
+
+
+@pytest.mark.parametrize("when", ["before", "during"])
+def test_call_names_itself_when_it_sees_tampering(monkeypatch, when):
+    monkeypatch.setattr(integrity, "_remembered", {})  # a fresh grading kernel
+    monkeypatch.setattr(integrity, "_tampered", set())
+    integrity.remember()
+
+    def patch():
+        monkeypatch.setattr(torch.Tensor, "to", lambda self, *args, **kwargs: self)
+        return 1
+
+    if when == "before":
+        patch()
+    fails_showing("tampering", dict(what="to_device(x)", names="torch.Tensor.to"), checks.call, "to_device(x)", patch)
 
 
 def test_call_explains_device_mismatches_and_gpu_checkpoints(tmp_path):
@@ -184,33 +378,51 @@ def test_call_keeps_warnings_of_student_code_from_reaching_stderr():
         warnings.warn("deprecated spelling", UserWarning)
         return 7
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # a warning that escaped `call` would raise here
+    with warnings.catch_warnings(record=True) as escaped:
+        warnings.simplefilter("always")  # any warning that left `call` would be recorded here
         assert checks.call("f()", noisy) == 7
+    assert escaped == []
+
+
+def test_assert_raises_keeps_warnings_of_student_code_from_reaching_stderr():
+    def noisy_then_raises():
+        warnings.warn("deprecated spelling", UserWarning)
+        raise ValueError("split")
+
+    with warnings.catch_warnings(record=True) as escaped:
+        warnings.simplefilter("always")
+        checks.assert_raises(ValueError, "f()", noisy_then_raises, hint="hint_split_devices")
+    assert escaped == []
 
 
 def test_numpy_mistakes_are_named():
     t = torch.arange(4.0).reshape(2, 2)
     checks.assert_ndarray(t.T.numpy(), t.T, "a")
-    fails_with("not_numpy", checks.assert_ndarray, t.tolist(), t, "a")
-    fails_with("numpy_dtype", checks.assert_ndarray, t.double().numpy(), t, "a")
-    fails_with("wrong_shape", checks.assert_ndarray, t.flatten().numpy(), t, "a")
-    fails_with("wrong_values", checks.assert_ndarray, (t + 1).numpy(), t, "a")
+    fails_showing("not_numpy", dict(what="a", found="list"), checks.assert_ndarray, t.tolist(), t, "a")
+    fails_showing("numpy_dtype", dict(what="a", expected=t.numpy().dtype, found=t.double().numpy().dtype),
+                  checks.assert_ndarray, t.double().numpy(), t, "a")
+    fails_showing("wrong_shape", dict(what="a", expected=(2, 2), found=(4,)),
+                  checks.assert_ndarray, t.flatten().numpy(), t, "a")
+    fails_showing("wrong_values", dict(what="a", diff="1"), checks.assert_ndarray, (t + 1).numpy(), t, "a")
+    fails_showing("wrong_values", dict(what="a", diff="1"), checks.assert_ndarray, (t - 1).numpy(), t, "a")
     fails_with("numpy_requires_grad", checks.call, "a", torch.ones(2, requires_grad=True).numpy)
 
 
 def test_loader_kwargs_checks_pin_memory_and_type():
     checks.assert_loader_kwargs({"pin_memory": True, "num_workers": 2}, True, "k")
     checks.assert_loader_kwargs({}, False, "k")
-    fails_with("pin_memory", checks.assert_loader_kwargs, {"pin_memory": True}, False, "k")
-    fails_with("pin_memory", checks.assert_loader_kwargs, {"num_workers": 0}, True, "k")
-    fails_with("not_a_dict", checks.assert_loader_kwargs, [("pin_memory", True)], True, "k")
+    fails_showing("pin_memory", dict(what="k", expected=False, found=True),
+                  checks.assert_loader_kwargs, {"pin_memory": True}, False, "k")
+    fails_showing("pin_memory", dict(what="k", expected=True, found=False),  # a missing key means False
+                  checks.assert_loader_kwargs, {"num_workers": 0}, True, "k")
+    fails_showing("not_a_dict", dict(what="k", found="list"),
+                  checks.assert_loader_kwargs, [("pin_memory", True)], True, "k")
 
 
 def test_training_checks():
     model = nn.Linear(2, 1)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    fails_with("not_updated", checks.assert_updated, before, model, "m")
+    fails_showing("not_updated", dict(what="m"), checks.assert_updated, before, model, "m")
     with torch.no_grad():
         model.bias += 1
     checks.assert_updated(before, model, "m")
@@ -218,31 +430,39 @@ def test_training_checks():
     grads = {n: p.grad.clone() for n, p in model.named_parameters()}
     checks.assert_gradients(model, grads, "m")
     model(torch.ones(1, 2)).sum().backward()  # accumulated a second time
-    fails_with("stale_gradients", checks.assert_gradients, model, grads, "m")
+    fails_showing("stale_gradients", dict(what="m", diff="1", name="weight"),
+                  checks.assert_gradients, model, grads, "m")
     loss = model(torch.ones(1, 2)).sum()
-    fails_with("not_detached", checks.assert_detached, loss, "m")
+    fails_showing("not_detached", dict(what="m", grad_fn="SumBackward0", requires_grad=True),
+                  checks.assert_detached, loss, "m")
     checks.assert_detached(loss.detach(), "m")
 
 
 def test_eval_buffer_and_state_checks():
     model = nn.Sequential(nn.Linear(2, 2), nn.Dropout())
-    fails_with("not_eval", checks.assert_eval, model, "m")
+    fails_showing("not_eval", dict(what="m", name="model (Sequential)"), checks.assert_eval, model, "m")
     model[1].eval()
-    fails_with("not_eval", checks.assert_eval, model, "m")  # a submodule still training
+    fails_with("not_eval", checks.assert_eval, model, "m")  # the top module still training
     checks.assert_eval(model.eval(), "m")
     layer = nn.Linear(2, 2)
     layer.register_buffer("kept", torch.ones(1), persistent=False)
     layer.register_buffer("saved", torch.ones(1))
     layer.plain = torch.ones(1)
     checks.assert_buffer(layer, "kept", "m", persistent=False)
-    fails_with("persistent_buffer", checks.assert_buffer, layer, "saved", "m", persistent=False)
-    fails_with("not_a_buffer", checks.assert_buffer, layer, "plain", "m", persistent=False)
-    fails_with("not_a_buffer", checks.assert_buffer, layer, "weight", "m", persistent=False)
-    fails_with("not_a_buffer", checks.assert_buffer, layer, "absent", "m", persistent=False)
+    checks.assert_buffer(layer, "saved", "m", persistent=True)
+    fails_showing("persistent_buffer", dict(what="m", name="saved"),
+                  checks.assert_buffer, layer, "saved", "m", persistent=False)
+    fails_showing("persistent_buffer", dict(what="m", name="kept"),
+                  checks.assert_buffer, layer, "kept", "m", persistent=True)
+    for name, kind in [("plain", "kind_plain_attribute"), ("weight", "kind_parameter"), ("absent", "kind_missing")]:
+        fails_showing("not_a_buffer", dict(what="m", name=name, found=text(kind)),
+                      checks.assert_buffer, layer, name, "m", persistent=False)
     before = {k: v.clone() for k, v in layer.state_dict().items()}
     checks.assert_state_unchanged(layer, before, "m", "hint_autocast_keeps_model")
     layer.half()
-    fails_with("model_modified", checks.assert_state_unchanged, layer, before, "m", "hint_autocast_keeps_model")
+    fails_showing("model_modified", dict(what="m", name="weight", expected=torch.float32, found=torch.float16,
+                                         hint=text("hint_autocast_keeps_model")),
+                  checks.assert_state_unchanged, layer, before, "m", "hint_autocast_keeps_model")
 
 
 def test_raises_and_none_checks():
@@ -250,10 +470,122 @@ def test_raises_and_none_checks():
         raise ValueError("two devices")
 
     checks.assert_raises(ValueError, "f()", split, hint="hint_split_devices")
-    fails_with("expected_error", checks.assert_raises, ValueError, "f()", lambda: None, hint="hint_split_devices")
-    fails_with("expected_error", checks.assert_raises, ValueError, "f()", lambda: 1 / 0, hint="hint_split_devices")
+    hint = text("hint_split_devices")
+    fails_showing("expected_error", dict(what="f()", expected="ValueError", found=text("nothing_raised"), hint=hint),
+                  checks.assert_raises, ValueError, "f()", lambda: None, hint="hint_split_devices")
+    fails_showing("expected_error", dict(what="f()", expected="ValueError", found="ZeroDivisionError: division by zero",
+                                         hint=hint),
+                  checks.assert_raises, ValueError, "f()", lambda: 1 / 0, hint="hint_split_devices")
     checks.assert_none(None, "f()", "hint_no_tensors")
-    fails_with("expected_none", checks.assert_none, torch.device("cpu"), "f()", "hint_no_tensors")
+    fails_showing("expected_none", dict(what="f()", found="device(type='cpu')", hint=text("hint_no_tensors")),
+                  checks.assert_none, torch.device("cpu"), "f()", "hint_no_tensors")
+
+
+def test_eval_checks_every_submodule_not_only_the_top_flag():
+    model = nn.Sequential(nn.Linear(2, 2), nn.Dropout(), nn.Sequential(nn.BatchNorm1d(2)))
+    model.training = False  # instead of model.eval(): the submodules still train
+    fails_showing("not_eval", dict(what="m", name="model.0 (Linear)"), checks.assert_eval, model, "m")
+    model.eval()
+    model[2][0].train()  # one nested submodule back in training mode
+    fails_showing("not_eval", dict(what="m", name="model.2.0 (BatchNorm1d)"), checks.assert_eval, model, "m")
+    checks.assert_eval(model.eval(), "m")
+    fails_showing("not_a_module", dict(what="m", found="OrderedDict"), checks.assert_eval, model.state_dict(), "m")
+
+
+def test_state_unchanged_compares_values_not_only_dtypes(device):
+    model = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3)).to(device)
+    before = {name: t.clone() for name, t in model.state_dict().items()}
+    with torch.no_grad():
+        model[0].weight.add_(0.01)  # same dtype, other values
+    if has_data(device):
+        fails_showing("wrong_values", dict(what="m: 0.weight", diff="0.01"),
+                      checks.assert_state_unchanged, model, before, "m", "hint_autocast_keeps_model")
+    else:  # meta tensors hold no values: only dtypes can be compared there
+        checks.assert_state_unchanged(model, before, "m", "hint_autocast_keeps_model")
+
+
+def test_state_unchanged_sees_buffers_updated_by_a_training_forward(device):
+    model = nn.BatchNorm1d(3).to(device)
+    before = {name: t.clone() for name, t in model.state_dict().items()}
+    model(torch.randn(4, 3, device=device))  # training mode: running statistics move
+    if has_data(device):
+        fails_with("wrong_values", checks.assert_state_unchanged, model, before, "m", "hint_autocast_keeps_model")
+
+
+def test_state_unchanged_names_added_or_missing_entries():
+    model = nn.Linear(2, 2)
+    before = {name: t.clone() for name, t in model.state_dict().items()}
+    model.register_buffer("cache", torch.zeros(1))
+    fails_showing("wrong_keys",
+                  dict(what="m: state_dict()", expected=["weight", "bias"], found=["weight", "bias", "cache"]),
+                  checks.assert_state_unchanged, model, before, "m", "hint_autocast_keeps_model")
+    del model.cache, before["bias"]
+    fails_with("wrong_keys", checks.assert_state_unchanged, model, before, "m", "hint_autocast_keeps_model")
+
+
+def test_detached_means_no_requires_grad_either(device):
+    loss = (torch.ones(2, device=device, requires_grad=True) * 2).sum()
+    # PyTorch's own copy-construct advice, clone().detach().requires_grad_(True): a new leaf, still tracked
+    fails_showing("not_detached", dict(what="m", grad_fn="NoneType", requires_grad=True),
+                  checks.assert_detached, loss.clone().detach().requires_grad_(True), "m")
+    fails_with("not_detached", checks.assert_detached, loss, "m")
+    checks.assert_detached(loss.detach(), "m")
+
+
+def test_a_missing_gradient_is_not_the_right_gradient(device):
+    model = nn.Linear(2, 1).to(device)
+    expected = {name: torch.zeros(p.shape) for name, p in model.named_parameters()}
+    assert all(p.grad is None for p in model.parameters())  # cleared after the step, or never computed
+    fails_showing("missing_gradient", dict(what="m", name="weight"),
+                  checks.assert_gradients, model, expected, "m")
+
+
+def test_a_parameter_left_without_gradient_fails():
+    model = nn.Linear(2, 1)
+    model(torch.ones(1, 2)).sum().backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    checks.assert_gradients(model, grads, "m")
+    model.bias.grad = None  # the weight's gradient is right, the bias has none
+    fails_showing("missing_gradient", dict(what="m", name="bias"),
+                  checks.assert_gradients, model, grads, "m")
+
+
+def test_gradients_tolerate_only_atol():
+    model = nn.Linear(2, 1)
+    model(torch.ones(1, 2)).sum().backward()
+    grads = {n: p.grad.clone() + 0.5 for n, p in model.named_parameters()}  # gradients of 1.0: exactly 0.5 off
+    fails_showing("stale_gradients", dict(what="m", diff="0.5", name="weight"),
+                  checks.assert_gradients, model, grads, "m", atol=0.25)
+    checks.assert_gradients(model, grads, "m", atol=0.5)  # atol is inclusive
+
+
+def test_is_accepts_only_the_very_same_object():
+    model = nn.Linear(2, 2)
+    checks.assert_is(model, model, "f(model)", "same_object_hint_module")
+    fails_showing("not_same_object", dict(what="f(model)", expected_type="Linear", found_type="Linear",
+                                          hint=text("same_object_hint_module")),
+                  checks.assert_is, copy.deepcopy(model), model, "f(model)", "same_object_hint_module")
+    fails_showing("not_same_object", dict(what="f(model)", expected_type="Linear", found_type="OrderedDict",
+                                          hint=text("same_object_hint_module")),
+                  checks.assert_is, model.state_dict(), model, "f(model)", "same_object_hint_module")
+    fails_with("not_same_object", checks.assert_is, [1], [1], "f(x)", "same_object_hint_module")  # equal, not same
+
+
+@pytest.mark.parametrize("device", [d for d in grading_devices() if d.type != "cpu"], ids=str)
+def test_transfers_must_be_exactly_the_expected_count(device):
+    tensors = [torch.randn(3) for _ in range(3)]
+    with count_transfers() as one:
+        torch.stack(tensors).to(device)
+    checks.assert_transfers(one, 1, "stack_and_move()")
+    with count_transfers() as each:
+        torch.stack([t.to(device) for t in tensors])
+    fails_showing("transfer_count", dict(what="stack_and_move()", found=3),
+                  checks.assert_transfers, each, 1, "stack_and_move()")
+    with count_transfers() as none:
+        torch.stack(tensors)
+    fails_showing("transfer_count", dict(what="stack_and_move()", found=0),
+                  checks.assert_transfers, none, 1, "stack_and_move()")
+    checks.assert_transfers(none, 0, "stack_and_move()")
 
 
 class SubclassWithFakeDevice(torch.Tensor):
