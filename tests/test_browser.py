@@ -14,11 +14,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import torch
 
 from autograder import classroom
 
 ASSIGNMENT = "a1_tensor_to"
-ARTIFACTS = classroom.ROOT / "build" / "test-artifacts" / "browser"
+# one folder per PyTorch build: `.ci/run` runs the suite under both builds side by side
+ARTIFACTS = classroom.ROOT / "build" / "test-artifacts" / "browser" / f"{'cuda' if torch.version.cuda else 'cpu'}-build"
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 RIGHT_PICK_DEVICE = '''def pick_device(prefer=None):
