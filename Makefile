@@ -31,7 +31,7 @@ ASSIGNMENTS := a1_tensor_to a2_module_to a3_precision_transfers
 LESSONS := $(wildcard notebooks/*.ipynb)
 SOURCES := $(foreach a,$(ASSIGNMENTS),source/$(a)/$(a).ipynb)
 
-.PHONY: install test browser demo report lab notebooks release clean
+.PHONY: install test browser bubblewrap demo report lab notebooks release clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,7 +42,7 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-test: install browser  ## the whole suite: unit tests, grading pipeline, browser test, nbval over lessons and solutions
+test: install browser bubblewrap  ## the whole suite: unit tests, grading pipeline, browser test, nbval over lessons and solutions
 	$(BIN)/pytest
 
 browser:  ## Debian's Chromium and a CJK font for the browser test (root + apt-get), unless COURSE_CHROMIUM names one
@@ -50,7 +50,13 @@ browser:  ## Debian's Chromium and a CJK font for the browser test (root + apt-g
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-zenhei; } || \
 	  echo "Chromium is not installed: install it (Debian/Ubuntu: apt-get install chromium) for the browser test."
 
-demo: install  ## grade the bundled demo class of every assignment with plain nbgrader commands
+bubblewrap:  ## the sandbox of every grading kernel (README, "Threat model"): Debian's bubblewrap (root + apt-get)
+	@command -v bwrap >/dev/null 2>&1 || [ -n "$$COURSE_BWRAP" ] || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; } || \
+	  { echo "bubblewrap is not installed: install it (Debian/Ubuntu: apt-get install bubblewrap); grading refuses to run without it."; \
+	    echo "未安装 bubblewrap：请安装它（Debian/Ubuntu：apt-get install bubblewrap）；没有它，评分程序拒绝运行。"; }
+
+demo: install bubblewrap  ## grade the bundled demo class of every assignment with plain nbgrader commands
 	for a in $(ASSIGNMENTS); do $(BIN)/course demo --root build/demo/$$a --assignment $$a || exit 1; done
 
 report: install  ## what the graders catch, answer by answer, for every assignment

@@ -23,9 +23,18 @@ c.GenerateFeedback.preprocessors = [
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 
-# Untrusted submissions (README, "Threat model"). Every grading kernel first remembers the real PyTorch
-# and course functions (tampering is then reported by the tests) and caps its own memory and CPU time.
-# The same settings apply to `nbgrader validate`, so students see tampering reported as the grader will.
+# Untrusted submissions (README, "Threat model"). Every grading kernel runs in its own bubblewrap
+# sandbox (autograder/sandbox.py): it sees and writes only its own grading folder, no network, nothing
+# it starts outlives it. Autograde's SafeExecute asks for it; this makes nbgrader's own Execute (the one
+# `nbgrader validate` runs) do the same. Where the sandbox cannot start, grading refuses to run unless
+# COURSE_NO_SANDBOX=1 is set (`course grade --no-sandbox`). JupyterLab's kernels are not affected.
+from autograder.sandbox import use_for_nbgrader  # noqa: E402
+
+use_for_nbgrader()
+
+# Every grading kernel first remembers the real PyTorch and course functions (tampering is then
+# reported by the tests) and caps its own memory and CPU time. The same settings apply to
+# `nbgrader validate`, so students see tampering reported as the grader will.
 from autograder.kernel import kernel_arguments  # noqa: E402
 
 GRADING_MEMORY_BYTES = 6 * 2**30  # per grading kernel (RLIMIT_DATA: also where CUDA is present)

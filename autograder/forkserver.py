@@ -1,20 +1,48 @@
-"""Grading kernels forked from a warm process that has already imported torch.
+"""Grading kernels forked from a warm process that has already imported torch, each into its own sandbox.
 
 Most of a submission's grading time is a new kernel importing torch and IPython. A fork server is a
 process that imports them once and then forks a fresh kernel for every submission: each kernel is a
 new process that never ran anyone's code, ready in a fraction of the time.
 
-`ForkedKernelProvisioner` is a jupyter_client kernel provisioner (registered as the entry point
-`course-forked-provisioner`), so nbgrader's Execute preprocessor and nbclient use it unchanged; select
-it with `JUPYTER_DEFAULT_PROVISIONER_NAME=course-forked-provisioner` (`course grade` does). It only
-replaces how the process is created: connection file, ports, signals, interrupts and shutdown are
-jupyter_client's LocalProvisioner's. Each kernel is forked twice by the server, so that it leads its
-own session and becomes a child of the grading process itself (a Linux "child subreaper"), which can
-then wait for it and signal it exactly like a kernel it started. Anything else (another OS, another
-kernel command, redirected streams) gets LocalProvisioner's usual launch.
+`ForkedKernelProvisioner` is a jupyter_client kernel provisioner (entry point
+`course-forked-provisioner`; `course grade`'s workers use it through
+`autograder.sandbox.GradingKernelManager`). It only replaces how the kernel process is created:
+connection file, signals, interrupts and shutdown are jupyter_client's LocalProvisioner's. Anything it
+cannot fork (another OS, another kernel command, redirected streams, a server that will not start) gets
+`SandboxedProvisioner`'s launch: a new process in a new sandbox.
 
-What a forked kernel shares with the server: the modules in PRELOADED, already imported, and the
-process's hash seed. Random generators are reseeded in every kernel, as a fresh process would be.
+**Why the fork server is not a way out of the sandbox.** The server itself runs outside any sandbox,
+so a forked kernel must enter one before it runs anything, and must carry nothing across:
+
+1. For every kernel, the grading process first builds a complete sandbox with bubblewrap, exactly as
+   for a kernel started as a new process (autograder/sandbox.py: namespaces, read-only runtime, one
+   writable folder, private /tmp), around a holder process (`sleep`), and waits until the holder runs
+   (bwrap has then finished every mount, the uid switch and the capability drop).
+2. It passes the server a pidfd of the holder (SCM_RIGHTS). The server forks a middle process, which
+   alone reads the request (the server never holds a student's folder or arguments in its memory),
+   joins all the holder's namespaces at once with `setns(pidfd, user|mnt|pid|net|ipc|uts|cgroup)` —
+   its root becomes the sandbox's root, so every path outside the sandbox is gone — and forks the kernel,
+   which is therefore inside the sandbox's PID namespace. The middle process exits.
+3. The kernel, before any student code: drops every capability the join gave it in the sandbox's user
+   namespace (bounding set, ambient, effective, permitted; no_new_privs) and checks that none is
+   left, leads its own session, closes every inherited file descriptor except its standard streams
+   (stdout and stderr go to a pipe read by the grader, not to the grader's terminal), takes the clean
+   sandbox environment, and only then becomes `python -m ipykernel_launcher`. The server was started
+   with that clean environment too, so even `/proc/self/environ` (the memory the fork copied) holds
+   no grader variables.
+4. The kernel is adopted by the grading process (a Linux "child subreaper": a process forked into a PID
+   namespace from outside is reparented to the subreaper outside, not to the namespace's init), which
+   waits for it and signals it like a kernel it started. When it ends, the grading process kills the
+   sandbox's init: the PID namespace ends and takes with it everything the submission started. The
+   holder's bwrap dies with the grading process (`--die-with-parent`), so nothing outlives grading.
+
+Inside, the kernel sees what a sandboxed new process sees: only its sandbox's processes, no parent
+(`os.getppid()` is 0), no network, no capabilities, the read-only runtime and its own folder.
+What it shares with the server: the modules in PRELOADED, already imported, and the process's hash
+seed. Random generators are reseeded in every kernel, as a fresh process would be.
+
+With the sandbox turned off (`course grade --no-sandbox`), kernels are forked as before, unsandboxed:
+each forked twice so that it leads its own session and is adopted by the grading process.
 """
 import atexit
 import ctypes
@@ -29,35 +57,71 @@ import sys
 import time
 import traceback
 
-from jupyter_client.provisioning import LocalProvisioner
+from .sandbox import SandboxedProvisioner
 
 NAME = "course-forked-provisioner"
 PRELOADED = ("torch", "torch.nn", "numpy", "ipykernel.kernelapp", "autograder.checks",
              "autograder.kernel", "autograder.probes", "autograder.simulate")
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
+_CLONE_NEWNS, _CLONE_NEWCGROUP, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x20000, 0x2000000, 0x4000000, 0x8000000
+_CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+_NAMESPACES = (_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS
+               | _CLONE_NEWCGROUP)
 _servers = {}  # (process id, python, environment) → ForkServer: one per grading process, never shared over fork
 
 
-class ForkedKernelProvisioner(LocalProvisioner):
-    """LocalProvisioner, except that an ipykernel kernel is forked from a warm fork server."""
+class ForkedKernelProvisioner(SandboxedProvisioner):
+    """SandboxedProvisioner, except that an ipykernel kernel is forked from a warm fork server into
+    its sandbox."""
+
+    kernel_process = None
 
     async def launch_kernel(self, cmd, **kwargs):
         args = ipykernel_arguments(cmd)
         redirected = any(kwargs.get(stream) is not None for stream in ("stdin", "stdout", "stderr"))
         if args is None or redirected or kwargs.get("independent") or not sys.platform.startswith("linux"):
             return await super().launch_kernel(cmd, **kwargs)
-        # as jupyter_client's launcher does: the kernel ends itself when this process goes away
-        env = {**(kwargs.get("env") or os.environ), "JPY_PARENT_PID": str(os.getpid())}
+        env = dict(kwargs.get("env") or os.environ)
         cwd = str(kwargs.get("cwd") or os.getcwd())
         try:
-            self.process = fork_server(cmd[0], env).fork(args, env, cwd)
+            if self.sandbox is None:
+                # unsandboxed (--no-sandbox): as jupyter_client's launcher does, the kernel ends itself
+                # when this process goes away
+                env["JPY_PARENT_PID"] = str(os.getpid())
+                self.process = fork_server(cmd[0], env).fork(args, env, cwd)
+            else:
+                self.process = self._fork_into_sandbox(cmd[0], args, env)
         except OSError as error:
             self.log.warning("Fork server unavailable (%s): starting the kernel the usual way", error)
+            if self.sandbox is not None:
+                self.sandbox.stop()
             return await super().launch_kernel(cmd, **kwargs)
+        self.kernel_process = self.process
         self.pid = self.process.pid
         self.pgid = os.getpgid(self.pid)  # its own session and group, as LocalProvisioner's kernels
-        self.cwd = cwd
+        self.cwd = self.sandbox.work_dir if self.sandbox else cwd
         return self.connection_info
+
+    def _fork_into_sandbox(self, python, args, env):
+        sandbox = self.sandbox
+        holder = sandbox.start_holder(env)
+        output = sandbox.output_pipe()
+        try:
+            kernel = fork_server(python, env).fork(args, env, sandbox.work_dir, fds=[holder, output])
+        finally:
+            os.close(holder)
+            os.close(output)
+        kernel.on_exit = sandbox.kill  # nothing the submission started outlives its kernel
+        return kernel
+
+    def _close_sandbox(self):
+        kernel, sandbox = self.kernel_process, self.sandbox
+        if not isinstance(kernel, AdoptedProcess):
+            return super()._close_sandbox()
+        # the namespace waits for the kernel (forked into it from outside) to be reaped by this process
+        sandbox.close(reap=kernel.wait)
+        self._log_output(sandbox, kernel.returncode)
 
 
 def ipykernel_arguments(cmd):
@@ -67,11 +131,22 @@ def ipykernel_arguments(cmd):
 
 def fork_server(python, env):
     """This process's server for kernels of this Python and environment. The environment is part of
-    the key because modules read it when imported (ipykernel its parent's pid, torch its threads)."""
+    the key because modules read it when imported (torch its threads); sandboxed kernels all get the
+    same clean environment, so one server serves them all."""
     key = (os.getpid(), python, frozenset(env.items()))
     if key not in _servers or _servers[key].process.poll() is not None:
         _servers[key] = ForkServer(python, env)
     return _servers[key]
+
+
+def prestart_for_autograde():
+    """Start this process's fork server for sandboxed autograde kernels now, so that its imports
+    overlap nbgrader's work on the first submission (the first kernel would start it anyway)."""
+    from . import sandbox
+
+    if sys.platform.startswith("linux") and not sandbox.disabled() and not sandbox.problem():
+        # what a sandboxed kernel's environment will be while nbgrader autogrades (the server's key)
+        fork_server(sys.executable, sandbox.environment({**os.environ, "NBGRADER_EXECUTION": "autograde"}))
 
 
 class ForkServer:
@@ -82,26 +157,35 @@ class ForkServer:
         if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
         ours, theirs = socket.socketpair()
+        # the server's environment is the kernels' (clean in a sandbox): a forked kernel inherits the
+        # server's memory, /proc/self/environ included
         self.process = subprocess.Popen([python, "-m", "autograder.forkserver", str(theirs.fileno())],
-                                        pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env)
+                                        pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, cwd="/")
         theirs.close()
         self.channel, self.replies = ours, ours.makefile("r")
 
-    def fork(self, args, env, cwd):
-        self.channel.sendall((json.dumps({"args": args, "env": dict(env), "cwd": cwd}) + "\n").encode())
+    def fork(self, args, env, cwd, fds=()):
+        """A kernel forked from the server; `fds`: the sandbox holder's pidfd and the kernel's output."""
+        request = json.dumps({"args": args, "env": dict(env), "cwd": cwd, "sandboxed": bool(fds)})
+        try:
+            socket.send_fds(self.channel, [b"F"], list(fds))
+            self.channel.sendall((request + "\n").encode())
+        except OSError as error:
+            raise OSError(f"the fork server stopped ({error})") from error
         reply = self.replies.readline()  # waits for the imports the first time
         if not reply:
             raise OSError(f"the fork server stopped (exit status {self.process.wait()})")
-        pid = json.loads(reply)["pid"]
-        if not pid:
-            raise OSError("the fork server could not start a kernel")
-        return AdoptedProcess(pid)
+        reply = json.loads(reply)
+        if not reply["pid"]:
+            raise OSError(f"the fork server could not start a kernel: {reply.get('error')}")
+        return AdoptedProcess(reply["pid"])
 
 
 class AdoptedProcess:
     """What LocalProvisioner uses of a Popen, for a kernel this process adopted as subreaper."""
 
     stdin = stdout = stderr = None
+    on_exit = None  # called once, when the kernel is seen to have ended
 
     def __init__(self, pid):
         self.pid, self.returncode = pid, None
@@ -109,7 +193,7 @@ class AdoptedProcess:
     def poll(self):
         return self._wait(os.WNOHANG)
 
-    def wait(self):
+    def wait(self, timeout=None):
         return self._wait(0)
 
     def _wait(self, options):
@@ -121,6 +205,9 @@ class AdoptedProcess:
             else:
                 if pid:
                     self.returncode = os.waitstatus_to_exitcode(status)
+            if self.returncode is not None and self.on_exit:
+                on_exit, self.on_exit = self.on_exit, None
+                on_exit()
         return self.returncode
 
     def send_signal(self, signum):
@@ -141,44 +228,121 @@ def serve(fd):
     for module in PRELOADED:
         importlib.import_module(module)
     channel = socket.socket(fileno=fd)
-    for line in channel.makefile("r"):  # until the grading process closes its end
-        pid = _fork_kernel(json.loads(line), channel)
-        channel.sendall((json.dumps({"pid": pid}) + "\n").encode())
+    while True:  # until the grading process closes its end
+        command, fds, _, _ = socket.recv_fds(channel, 1, 4)
+        if not command:
+            break
+        try:
+            reply = _fork_kernel(channel, fds)
+        finally:
+            for passed in fds:
+                os.close(passed)
+        channel.sendall((json.dumps(reply) + "\n").encode())
 
 
-def _fork_kernel(request, channel):
-    """Fork twice: the middle process exits at once, so the kernel is adopted by the grading process
-    (the subreaper). The kernel sends its pid once it leads its own session, as Popen's would."""
+def _fork_kernel(channel, fds):
+    """Fork the middle process, which reads the request, enters the sandbox and forks the kernel.
+    Returns {"pid": the kernel's pid} once the middle process has exited, so that the kernel is
+    already adopted by the grading process (the subreaper)."""
     sys.stdout.flush(), sys.stderr.flush()
-    pid_reader, pid_writer = os.pipe()
+    reply_reader, reply_writer = os.pipe()
     middle = os.fork()
     if middle == 0:
         try:
-            os.close(pid_reader)
-            this = os.getpid()  # not the kernel's getppid(): this process may be gone by then
-            if os.fork() == 0:
-                _run_kernel(request, channel, pid_writer, middle=this)
+            os.close(reply_reader)
+            _middle(channel, fds, reply_writer)
+        except BaseException as error:
+            traceback.print_exc()
+            os.write(reply_writer, json.dumps({"pid": 0, "error": repr(error)}).encode())
         finally:
             os._exit(0)
-    os.close(pid_writer)
-    with os.fdopen(pid_reader) as reader:
-        pid = int(reader.read() or 0)  # read to the end: the middle process and the kernel closed it
+    os.close(reply_writer)
+    with os.fdopen(reply_reader) as reader:
+        reply = reader.read()  # to the end: the middle process and the kernel closed it
     os.waitpid(middle, 0)
-    return pid
+    return json.loads(reply) if reply else {"pid": 0, "error": "no reply from the forked process"}
 
 
-def _run_kernel(request, channel, pid_writer, middle):
+def _middle(channel, fds, reply_writer):
+    request = json.loads(_read_line(channel))
+    channel.close()
+    holder, output = fds if request["sandboxed"] else (None, None)
+    if holder is not None:
+        # every namespace of the sandbox at once; the root and the working directory become the sandbox's
+        if ctypes.CDLL(None, use_errno=True).setns(holder, _NAMESPACES) != 0:
+            raise OSError(ctypes.get_errno(), "setns into the sandbox failed")
+        os.close(holder)
+    ready_reader, ready_writer = os.pipe()
+    this = os.getpid()  # not the kernel's getppid(): this process may be gone by then
+    kernel = os.fork()
+    if kernel == 0:
+        os.close(ready_reader), os.close(reply_writer)
+        _run_kernel(request, ready_writer, output, middle=this)
+    os.close(ready_writer)
+    if os.read(ready_reader, 1) == b"1":
+        os.write(reply_writer, json.dumps({"pid": kernel}).encode())
+    else:
+        os.waitpid(kernel, 0)  # a sandbox's namespace waits until this child is reaped
+        os.write(reply_writer, json.dumps({"pid": 0, "error": "the kernel failed to start"}).encode())
+
+
+def _read_line(channel) -> bytes:
+    """One request line, read unbuffered (nothing after it is taken from the socket)."""
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = channel.recv(65536)
+        if not chunk:
+            raise EOFError("the grading process closed the channel")
+        line += chunk
+    return line
+
+
+def _drop_privileges():
+    """Joining the sandbox's user namespace gave this process every capability in it: drop them all,
+    for good, and check that none is left."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    with open("/proc/sys/kernel/cap_last_cap") as last:
+        for capability in range(int(last.read()) + 1):
+            if libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "PR_CAPBSET_DROP failed")
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    if libc.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()) != 0:  # _LINUX_CAPABILITY_VERSION_3
+        raise OSError(ctypes.get_errno(), "capset failed")
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS failed")
+    with open("/proc/self/status") as status:
+        left = [line for line in status if line.startswith(("CapPrm", "CapEff", "CapBnd", "CapAmb"))
+                and int(line.split()[1], 16)]
+    if left:
+        raise OSError(f"capabilities left after dropping them: {left}")
+
+
+def _run_kernel(request, ready_writer, output, middle):
     """Become `python -m ipykernel_launcher ARGS` in the requested directory and environment."""
     status = 1
     try:
-        channel.close()
+        if request["sandboxed"]:
+            _drop_privileges()
         os.setsid()  # like Popen(start_new_session=True): signals reach the kernel's whole group
-        os.write(pid_writer, str(os.getpid()).encode())
-        os.close(pid_writer)
-        while os.getppid() == middle:  # until adopted: ipykernel exits when its parent is not JPY_PARENT_PID
-            time.sleep(0.001)
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # interrupts raise KeyboardInterrupt
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        if output is not None:
+            os.dup2(output, 1), os.dup2(output, 2)
+        keep = ready_writer
+        os.closerange(3, keep), os.closerange(keep + 1, 1 << 16)  # nothing of the server's passes on
+        os.write(ready_writer, b"1")
+        os.close(ready_writer)
+        if not request["sandboxed"]:
+            while os.getppid() == middle:  # until adopted: ipykernel exits when its parent is not JPY_PARENT_PID
+                time.sleep(0.001)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # interrupts raise KeyboardInterrupt
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])

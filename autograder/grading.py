@@ -5,6 +5,7 @@ from nbgrader.api import Gradebook
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 
 from .messages import message
+from .sandbox import GradingKernelManager
 
 
 class ForgetUnknownCells(NbGraderPreprocessor):
@@ -32,13 +33,20 @@ class ForgetUnknownCells(NbGraderPreprocessor):
 
 
 class SafeExecute(Execute):
-    """nbgrader's Execute, except that a kernel that dies or hangs costs only the cells it did not run.
+    """nbgrader's Execute, except that the kernel is sandboxed and a kernel that dies or hangs costs
+    only the cells it did not run.
 
     When student code ends the kernel (`os._exit`, a segfault, the memory or CPU-time limit), or hangs
     in a way the interrupt cannot stop, nbclient raises and nbgrader would record no grade at all for
     the notebook. Here the cells that ran keep their outputs, and every code cell from the one that was
     running onwards gets an error output, so its test earns zero instead of passing for want of output.
     """
+
+    def __init__(self, *args, **kwargs):
+        # every kernel in its own sandbox (autograder/sandbox.py); nbgrader's Execute would pick
+        # jupyter_client's AsyncKernelManager
+        kwargs["kernel_manager_class"] = GradingKernelManager
+        super().__init__(*args, **kwargs)
 
     def preprocess(self, nb, resources, km=None):
         self._running = 0

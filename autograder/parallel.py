@@ -3,29 +3,39 @@
 Each worker process runs `NbGraderAPI.autograde` (the same Autograde converter, preprocessors,
 checksums and gradebook as `nbgrader autograde`) for one student at a time. Workers are forked from a
 parent that has already imported nbgrader and the course's configuration, so no worker pays that
-start-up again; every submission still gets its own fresh kernel, forked from the worker's fork server
-with torch already imported (autograder/forkserver.py). SQLite serialises the writes: the
-gradebook URL carries a busy timeout, so a worker waits for the lock instead of failing with
-"database is locked".
+start-up again; every submission still gets its own fresh kernel in its own sandbox, forked from the
+worker's fork server with torch already imported (autograder/forkserver.py, autograder/sandbox.py).
+SQLite serialises the writes: the gradebook URL carries a busy timeout, so a worker waits for the lock
+instead of failing with "database is locked".
+
+A worker that dies (killed, out of memory, a crash in nbgrader) costs only the submission it was
+grading: `run_jobs` sees its process end without an answer, reports that student as not graded, starts
+a new worker and finishes the class. (multiprocessing.Pool would lose the task and wait for ever.)
 """
+import ctypes
 import multiprocessing
+import multiprocessing.connection
 import os
 import re
+import signal
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import forkserver
+from .messages import Bilingual, text
+from .sandbox import GradingKernelManager
 
 BUSY_TIMEOUT_S = 300
-PROVISIONER_VARIABLE = "JUPYTER_DEFAULT_PROVISIONER_NAME"  # read by jupyter_client
+_PR_SET_PDEATHSIG = 1
 _api = None  # one NbGraderAPI per worker process
 
 
 @dataclass
 class Outcome:
     graded: list = field(default_factory=list)
-    failed: dict = field(default_factory=dict)   # student → first line of nbgrader's error
+    failed: dict = field(default_factory=dict)   # student → nbgrader's error line, or a Bilingual
     seconds: float = 0.0
 
 
@@ -40,15 +50,99 @@ def grade(root: Path, assignment: str, jobs: int, students=None, progress=print,
     students = students or submitted_students(root, assignment)
     _configure(root)
     outcome, started = Outcome(), time.monotonic()
-    context = multiprocessing.get_context("fork")
-    with context.Pool(processes=max(1, min(jobs, len(students) or 1)),
-                      initializer=_start_worker, initargs=(fork_server,)) as pool:
-        for done, (student, success, error, seconds) in enumerate(
-                pool.imap_unordered(_grade_one, [(assignment, s) for s in students]), start=1):
-            (outcome.graded.append(student) if success else outcome.failed.__setitem__(student, error))
-            progress(_bar(done, len(students)) + f" {student} ({seconds:.1f} s){'' if success else ' ✗'}")
+    tasks = [(assignment, s) for s in students]
+    for done, ((_, student), (finished, result)) in enumerate(
+            run_jobs(_grade_one, tasks, max(1, min(jobs, len(students) or 1)),
+                     initializer=_start_worker, initargs=(fork_server,)), start=1):
+        if finished:
+            success, error, seconds = result
+        else:
+            success, error, seconds = False, text("worker_died", cause=result), 0.0
+        (outcome.graded.append(student) if success else outcome.failed.__setitem__(student, error))
+        progress(_bar(done, len(students)) + f" {student} ({seconds:.1f} s){'' if success else ' ✗'}")
     outcome.seconds = time.monotonic() - started
     return outcome
+
+
+def run_jobs(function, tasks, workers, initializer=None, initargs=()):
+    """Yield (task, (True, function(task))) for every task, as they finish, from `workers` forked
+    worker processes; a task whose worker died yields (task, (False, cause)), with the cause as a
+    Bilingual, and a new worker takes its place."""
+    context = multiprocessing.get_context("fork")
+    pending, idle, busy = list(reversed(tasks)), [], {}  # busy: connection → (process, task)
+    try:
+        while pending or busy:
+            while pending and len(busy) < workers:
+                process, connection = idle.pop() if idle else _start(context, function, initializer, initargs)
+                try:
+                    connection.send(pending[-1])
+                except OSError:  # it died while idle: another one takes the task
+                    process.join(5)
+                    connection.close()
+                    continue
+                busy[connection] = (process, pending.pop())
+            sentinels = {process.sentinel: connection for connection, (process, _) in busy.items()}
+            for ready in multiprocessing.connection.wait([*busy, *sentinels]):
+                connection = sentinels.get(ready, ready)
+                if connection not in busy:
+                    continue  # its answer and its end were both ready: handled already
+                process, task = busy.pop(connection)
+                try:
+                    result = connection.recv() if connection.poll() else None
+                except (EOFError, OSError):
+                    result = None
+                if result is not None:
+                    idle.append((process, connection))
+                    yield task, (True, result)
+                else:
+                    process.join(5)
+                    connection.close()
+                    yield task, (False, _cause(process.exitcode))
+    finally:
+        stopping = [process for process, _ in idle]
+        for process, connection in idle:
+            try:
+                connection.send(None)
+            except OSError:
+                pass
+        for process, _ in busy.values():  # only when the caller stopped early (Ctrl-C, an error)
+            process.kill()
+            stopping.append(process)
+        for process in stopping:
+            process.join(30)
+        for connection in [*(c for _, c in idle), *busy]:
+            connection.close()
+
+
+def _start(context, function, initializer, initargs):
+    ours, theirs = context.Pipe()
+    process = context.Process(target=_work, args=(theirs, function, initializer, initargs), daemon=True)
+    process.start()
+    theirs.close()
+    return process, ours
+
+
+def _work(connection, function, initializer, initargs):
+    # a worker never outlives `course grade` (its sandboxes then die with it: --die-with-parent)
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if initializer:
+        initializer(*initargs)
+    while (task := connection.recv()) is not None:
+        try:
+            result = function(task)
+        except Exception:  # nbgrader's own errors come back in its result; anything else too
+            result = (False, traceback.format_exc().strip().splitlines()[-1], 0.0)
+        connection.send(result)
+
+
+def _cause(exitcode) -> Bilingual:
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = str(-exitcode)
+        return Bilingual(f"killed by {name}", f"被信号 {name} 终止")
+    return Bilingual(f"exit status {exitcode}", f"退出状态 {exitcode}")
 
 
 def _configure(root: Path):
@@ -72,10 +166,11 @@ def _configure(root: Path):
 
 
 def _start_worker(fork_server):
+    # this worker forks its kernels from its own warm fork server (autograder/forkserver.py), each
+    # into its own sandbox; without it, every kernel is a new process in a new sandbox
+    GradingKernelManager.fork_server = fork_server
     if fork_server:
-        # this worker forks its kernels from its own warm fork server (autograder/forkserver.py);
-        # a provisioner the instructor chose in the environment wins
-        os.environ.setdefault(PROVISIONER_VARIABLE, forkserver.NAME)
+        forkserver.prestart_for_autograde()
 
 
 def _grade_one(job):
@@ -83,10 +178,10 @@ def _grade_one(job):
     started = time.monotonic()
     result = _api.autograde(assignment, student, force=True, create=True)
     details = (result.get("log") or "") + "\n" + (result.get("error") or "")
-    return student, result["success"], _cause(details), time.monotonic() - started
+    return result["success"], _error_line(details), time.monotonic() - started
 
 
-def _cause(error: str) -> str:
+def _error_line(error: str) -> str:
     """The line of nbgrader's traceback that names what went wrong (e.g. NotJSONError: ...)."""
     lines = [line.strip() for line in error.splitlines() if line.strip()]
     named = [line for line in lines if re.match(r"[\w.]+(Error|Exception): ", line)

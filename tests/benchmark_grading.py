@@ -1,11 +1,17 @@
-"""Benchmark (not a test): plain `nbgrader autograde` vs `course grade --jobs N` on the same class.
+"""Benchmark (not a test): sandboxed `course grade --jobs N` vs plain, unsandboxed `nbgrader autograde`.
 
-    .venv/bin/python tests/benchmark_grading.py [--students 12] [--jobs 2]
+    .venv/bin/python tests/benchmark_grading.py [--students 12] [--jobs 2] [--repeats 3]
 
-Both gradebooks are compared student by student; the wall-time ratio is printed beside the floor of
-one submission (a kernel start plus `import torch`), for a new kernel process and for a forked one.
+Both grade the same class; the gradebooks are compared student by student. Then what a submission
+pays before its first cell (a kernel start plus `import torch`) is measured four ways — a new kernel
+process or a kernel forked from the fork server, each with and without its sandbox — and the sandbox
+alone (bwrap building one and tearing it down). The machine's load is printed before and after: other
+work on the same cores makes every number slower, and the ratio less certain.
 """
 import argparse
+import asyncio
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -13,7 +19,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from autograder import classroom, forkserver  # noqa: E402
+from autograder import classroom, sandbox  # noqa: E402
+from autograder.sandbox import GradingKernelManager  # noqa: E402
 
 ASSIGNMENT = "a1_tensor_to"
 
@@ -26,50 +33,87 @@ def build_class(root: Path, students: int):
         classroom.submit(root, ASSIGNMENT, f"student-{index:03d}", classroom.solved_notebook(root, ASSIGNMENT, answers))
 
 
-def timed(command, cwd):
+def timed(command, cwd, env):
     started = time.monotonic()
-    subprocess.run(command, cwd=cwd, check=True, capture_output=True)
+    subprocess.run(command, cwd=cwd, check=True, capture_output=True, env=env)
     return time.monotonic() - started
 
 
-def floor_seconds(provisioner, repeats=3) -> float:
-    """A kernel start plus `import torch`: what every submission pays before its first cell."""
-    from jupyter_client.manager import start_new_kernel
-    from jupyter_client.provisioning import KernelProvisionerFactory
+def load() -> str:
+    return os.getloadavg().__repr__()
 
-    KernelProvisionerFactory.instance().default_provisioner_name = provisioner
-    start_new_kernel(kernel_name="python3")[0].shutdown_kernel(now=True)  # a fork server starts once
-    times = []
-    for _ in range(repeats):
+
+def floor_seconds(sandboxed: bool, forked: bool, repeats: int) -> float:
+    """Median of: start a grading kernel, `import torch` in it, until the import has finished."""
+    manager_class = type("Manager", (GradingKernelManager,), {"fork_server": forked})
+    os.environ[sandbox.NO_SANDBOX_VARIABLE] = "0" if sandboxed else "1"
+    async def once():
         started = time.monotonic()
-        manager, client = start_new_kernel(kernel_name="python3")
-        client.execute_interactive("import torch", timeout=120)
-        times.append(time.monotonic() - started)
+        manager = manager_class(kernel_name="python3")
+        await manager.start_kernel(cwd=work)
+        client = manager.client()
+        client.start_channels()
+        await client.wait_for_ready(timeout=300)
+        await client.execute_interactive("import torch", timeout=300)
+        elapsed = time.monotonic() - started
         client.stop_channels()
-        manager.shutdown_kernel(now=True)
-    return sorted(times)[len(times) // 2]
+        await manager.shutdown_kernel(now=True)
+        return elapsed
+
+    async def measure():
+        await once()  # a fork server starts once per grading process
+        return [await once() for _ in range(repeats)]
+
+    with tempfile.TemporaryDirectory(prefix="benchmark-kernel-") as work:
+        return statistics.median(asyncio.run(measure()))
+
+
+def sandbox_seconds(repeats: int) -> float:
+    """Median of: build a sandbox around a holder process (bwrap), then kill it and clean up."""
+    times = []
+    for _ in range(repeats * 3):
+        with tempfile.TemporaryDirectory(prefix="benchmark-sandbox-") as work:
+            started = time.monotonic()
+            box = sandbox.KernelSandbox(work)
+            os.close(box.start_holder(sandbox.environment()))
+            box.close()
+            times.append(time.monotonic() - started)
+    return statistics.median(times)
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--students", type=int, default=12)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    sandbox.require()
     bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    print(f"load average before (1, 5, 15 min): {load()} on {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         plain, parallel = Path(tmp) / "plain", Path(tmp) / "parallel"
         build_class(plain, args.students)
         build_class(parallel, args.students)
-        plain_s = timed([str(bin_dir / "nbgrader"), "autograde", ASSIGNMENT], plain)
-        parallel_s = timed([str(bin_dir / "course"), "grade", ASSIGNMENT, "--jobs", str(args.jobs)], parallel)
+        plain_s = timed([str(bin_dir / "nbgrader"), "autograde", ASSIGNMENT], plain,
+                        {**env, sandbox.NO_SANDBOX_VARIABLE: "1"})
+        parallel_s = timed([str(bin_dir / "course"), "grade", ASSIGNMENT, "--jobs", str(args.jobs)], parallel,
+                           {**env, sandbox.NO_SANDBOX_VARIABLE: "0"})
         same = classroom.scores(plain, ASSIGNMENT) == classroom.scores(parallel, ASSIGNMENT)
-    started, forked = floor_seconds("local-provisioner"), floor_seconds(forkserver.NAME)
-    print(f"{args.students} submissions · plain nbgrader autograde {plain_s:.1f} s · "
-          f"course grade --jobs {args.jobs} {parallel_s:.1f} s · ratio {plain_s / parallel_s:.2f}x · "
-          f"gradebooks identical: {same}")
-    print(f"floor per submission (kernel start + import torch): {started:.2f} s for a new kernel process, "
-          f"{forked:.2f} s for a kernel forked from the fork server; "
-          f"plain nbgrader per submission: {plain_s / args.students:.2f} s")
+    print(f"{args.students} submissions · plain nbgrader autograde, unsandboxed {plain_s:.1f} s · "
+          f"course grade --jobs {args.jobs}, sandboxed {parallel_s:.1f} s · ratio {plain_s / parallel_s:.2f}x · "
+          f"gradebooks identical: {same}", flush=True)
+    floors = {(sandboxed, forked): floor_seconds(sandboxed, forked, args.repeats)
+              for forked in (False, True) for sandboxed in (False, True)}
+    alone = sandbox_seconds(args.repeats)
+    print("kernel start + import torch, per submission (median):")
+    for forked in (False, True):
+        kind = "forked from the fork server" if forked else "new kernel process"
+        bare, boxed = floors[(False, forked)], floors[(True, forked)]
+        print(f"  {kind:28} unsandboxed {bare:.2f} s · sandboxed {boxed:.2f} s · sandbox cost {boxed - bare:+.2f} s")
+    print(f"  the sandbox alone (bwrap builds it around a holder, then it is killed and cleaned up): {alone * 1000:.0f} ms")
+    print(f"plain nbgrader per submission: {plain_s / args.students:.2f} s")
+    print(f"load average after (1, 5, 15 min): {load()}")
 
 
 if __name__ == "__main__":

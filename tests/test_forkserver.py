@@ -1,7 +1,9 @@
 """Kernels forked from the warm fork server behave like freshly started ones, and share nothing.
 
 The kernels are started through jupyter_client with a kernel spec that names the provisioner, the way
-any Jupyter tool selects one; `course grade` selects it for its workers through the environment.
+any Jupyter tool selects one (`course grade`'s workers use it through autograder.sandbox's
+GradingKernelManager). Each forked kernel enters a sandbox of its own (tests/test_sandbox.py checks
+the sandbox itself, forked and not); with the sandbox turned off, kernels are forked as before.
 """
 import ast
 import json
@@ -15,7 +17,7 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
-from autograder import forkserver
+from autograder import forkserver, sandbox
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server is Linux-only")
 
@@ -39,11 +41,13 @@ def kernel_specs(tmp_path_factory):
 
 
 @pytest.fixture
-def start(kernel_specs):
-    """start(**start_kernel_arguments) → (manager, client) of a ready forked kernel; all shut down after."""
+def start(kernel_specs, tmp_path):
+    """start(**start_kernel_arguments) → (manager, client) of a ready forked kernel; all shut down after.
+    Kernels work in a fresh folder (never in a course folder, which the sandbox refuses)."""
     started = []
 
     def start_kernel(kernel_name="forked", **kwargs):
+        kwargs.setdefault("cwd", str(tmp_path))
         manager = KernelManager(kernel_name=kernel_name, kernel_spec_manager=kernel_specs)
         manager.start_kernel(**kwargs)
         client = manager.client()
@@ -86,12 +90,20 @@ def test_every_kernel_is_a_new_process_adopted_by_the_grader(start):
     pids = set()
     for _ in range(2):
         manager, client = start()
-        pid, parent, session = evaluate(client, "(__import__('os').getpid(), __import__('os').getppid(), "
-                                                "__import__('os').getsid(0))")
-        assert pid == manager.provisioner.pid and parent == os.getpid()
-        assert session == pid == manager.provisioner.pgid  # leads its own session, as Popen's kernels do
+        pid = manager.provisioner.pid
+        assert parent_of(pid) == os.getpid()  # adopted: this process waits for it and signals it
+        assert os.getsid(pid) == pid == manager.provisioner.pgid  # leads its own session, as Popen's kernels do
+        # inside its sandbox's PID namespace it leads its session too, and its parent is out of sight
+        inside, parent, session = evaluate(client, "(__import__('os').getpid(), __import__('os').getppid(), "
+                                                   "__import__('os').getsid(0))")
+        assert session == inside and parent == 0
         pids.add(pid)
     assert len(pids) == 2
+
+
+def parent_of(pid) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return int(next(line for line in status if line.startswith("PPid:")).split()[1])
 
 
 def test_nothing_carries_over_from_one_kernel_to_the_next(start):
@@ -106,10 +118,13 @@ def test_nothing_carries_over_from_one_kernel_to_the_next(start):
     assert first_draws[0] != second_draws[0] and first_draws[1] != second_draws[1]
 
 
-def test_kernel_runs_in_its_own_folder_and_environment(start, tmp_path):
-    _, client = start(cwd=str(tmp_path), env={**os.environ, "COURSE_PROBE": "here"})
-    assert evaluate(client, "(__import__('os').getcwd(), __import__('os').environ['COURSE_PROBE'])") \
-        == (str(tmp_path), "here")
+def test_kernel_runs_in_its_own_folder_and_clean_environment(start, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    _, client = start(cwd=str(work), env={**os.environ, "COURSE_PROBE": "here", "NBGRADER_EXECUTION": "autograde"})
+    assert evaluate(client, "(__import__('os').getcwd(), __import__('os').environ.get('COURSE_PROBE'), "
+                            "__import__('os').environ['NBGRADER_EXECUTION'], __import__('os').environ['HOME'])") \
+        == (str(work), None, "autograde", sandbox.HOME)
 
 
 def test_interrupt_stops_a_running_cell(start):
@@ -135,14 +150,25 @@ def test_kernel_that_exits_is_seen_dead_with_its_exit_status(start):
 
 
 def test_without_a_fork_server_the_kernel_starts_the_usual_way(start, caplog):
+    """As a new process, in a new sandbox of its own (whose init is its parent)."""
     manager, client = start(kernel_name="no-server")
     assert not isinstance(manager.provisioner.process, forkserver.AdoptedProcess)
-    assert evaluate(client, "__import__('os').getppid()") == os.getpid()
+    assert manager.provisioner.process.args[0] == sandbox.bwrap_command()
+    assert evaluate(client, "__import__('os').getppid()") == 1
     assert "Fork server unavailable" in caplog.text
 
 
+def test_with_the_sandbox_off_kernels_are_forked_unsandboxed(start, monkeypatch):
+    """`course grade --no-sandbox`: the fork server as before, adopted by this process, over TCP."""
+    monkeypatch.setenv(sandbox.NO_SANDBOX_VARIABLE, "1")
+    manager, client = start()
+    assert isinstance(manager.provisioner.process, forkserver.AdoptedProcess)
+    assert manager.transport == "tcp" and manager.provisioner.sandbox is None
+    assert evaluate(client, "__import__('os').getppid()") == os.getpid()
+
+
 def test_server_and_kernels_end_with_the_grading_process(kernel_specs, tmp_path):
-    """A grader that dies (Ctrl-C, out of memory) leaves no fork server and no kernel behind."""
+    """A grader that dies (Ctrl-C, out of memory) leaves no fork server, no sandbox and no kernel behind."""
     script = textwrap.dedent(f"""
         import os, sys
         from jupyter_client.kernelspec import KernelSpecManager
@@ -150,10 +176,11 @@ def test_server_and_kernels_end_with_the_grading_process(kernel_specs, tmp_path)
         from autograder import forkserver
         manager = KernelManager(kernel_name="forked",
                                 kernel_spec_manager=KernelSpecManager(kernel_dirs={kernel_specs.kernel_dirs!r}))
-        manager.start_kernel()
+        manager.start_kernel(cwd={str(tmp_path)!r})
         manager.client().wait_for_ready(timeout=120)
         server = next(iter(forkserver._servers.values())).process.pid
-        print(server, manager.provisioner.pid, flush=True)
+        sandbox = manager.provisioner.sandbox
+        print(server, manager.provisioner.pid, sandbox.bwrap.pid, sandbox.init_pid, flush=True)
         os._exit(0)
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180)
@@ -161,6 +188,12 @@ def test_server_and_kernels_end_with_the_grading_process(kernel_specs, tmp_path)
     pids = [int(pid) for pid in done.stdout.split()]
     deadline = time.monotonic() + 30
     while any(running(pid) for pid in pids) and time.monotonic() < deadline:
+        # the orphaned kernel goes to the nearest subreaper: this process, if an earlier test made it
+        # one. Reap it, as a subreaper does: its sandbox's PID namespace ends once it is reaped.
+        try:
+            os.waitpid(pids[1], os.WNOHANG)
+        except ChildProcessError:
+            pass
         time.sleep(0.2)
     assert not any(running(pid) for pid in pids)
 

@@ -1,12 +1,19 @@
-"""`course grade --jobs N` gives the same gradebook as plain `nbgrader autograde`, with more jobs than cores."""
+"""`course grade --jobs N` gives the same gradebook as plain `nbgrader autograde`, with more jobs than cores,
+and a worker that dies costs only the submission it was grading."""
 import os
 import shutil
+import signal
+import subprocess
 import sys
+import time
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from autograder import classroom
+from autograder.parallel import run_jobs
+from autograder.messages import Bilingual
 
 ASSIGNMENT = "a1_tensor_to"
 JOBS = (os.cpu_count() or 1) + 2  # more jobs than cores: the SQLite gradebook must still take every grade
@@ -72,3 +79,61 @@ def test_kernels_come_from_the_fork_server_unless_told_otherwise(probe_class, co
 def test_not_a_course_folder_is_an_error(tmp_path, course):
     done = course("grade", ASSIGNMENT, "--root", tmp_path)
     assert done.returncode == 2 and "is not a course folder" in done.stdout and "不是包含" in done.stdout
+
+
+def _job(task):
+    if task == "dies":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return task.upper()
+
+
+def test_a_dead_worker_costs_only_its_task():
+    """multiprocessing.Pool loses the task of a worker that dies, and waits for ever."""
+    started = time.monotonic()
+    results = dict(run_jobs(_job, ["a", "dies", "b", "c", "d"], 2))
+    assert time.monotonic() - started < 60
+    assert results.pop("dies") == (False, Bilingual("killed by SIGKILL", "被信号 SIGKILL 终止"))
+    assert results == {"a": (True, "A"), "b": (True, "B"), "c": (True, "C"), "d": (True, "D")}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server is Linux-only")
+def test_a_killed_worker_never_hangs_the_class(tmp_path):
+    """The worker grading a slow submission is killed from outside: that student is reported as not
+    graded, in both languages, and the rest of the class is graded."""
+    root = tmp_path / "course"
+    classroom.prepare_course(root, ASSIGNMENT)
+    classroom.submit(root, ASSIGNMENT, "honest", classroom.solved_notebook(root, ASSIGNMENT))
+    slow = classroom.solved_notebook(root, ASSIGNMENT)
+    slow.cells.insert(0, nbformat.v4.new_code_cell("import time\ntime.sleep(100)"))
+    classroom.submit(root, ASSIGNMENT, "slow", slow)
+    grading = subprocess.Popen([str(Path(sys.executable).parent / "course"), "grade", ASSIGNMENT, "--jobs", "2",
+                                "--root", str(root)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        kernel = wait_for_kernel_in(root / "autograded" / "slow", timeout=240)
+        os.kill(parent_of(kernel), signal.SIGKILL)  # the worker that adopted the slow student's kernel
+        output, _ = grading.communicate(timeout=240)
+    finally:
+        grading.kill()
+    assert grading.returncode == 0, output
+    assert "! slow: not graded: the grading worker stopped (killed by SIGKILL)" in output
+    assert "! slow：未评分：评分工作进程在为这份提交评分时停止了（被信号 SIGKILL 终止）" in output
+    assert classroom.scores(root, ASSIGNMENT) == {"honest": classroom.max_points(ASSIGNMENT)}
+
+
+def wait_for_kernel_in(folder: Path, timeout) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and os.readlink(entry / "cwd").startswith(str(folder)) \
+                        and b"forkserver" in (entry / "cmdline").read_bytes():
+                    return int(entry.name)
+            except OSError:
+                pass
+        time.sleep(0.2)
+    raise TimeoutError(f"no kernel in {folder}")
+
+
+def parent_of(pid) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return int(next(line for line in status if line.startswith("PPid:")).split()[1])

@@ -1,14 +1,27 @@
 """Untrusted submissions, graded in one class between two controls, by the real `nbgrader autograde` and
-by `course grade` (kernels forked from a warm fork server, several submissions at a time).
+by `course grade` (kernels forked from a warm fork server, several submissions at a time), every
+kernel in its own sandbox (autograder/sandbox.py).
 
 Tampering earns nothing from the point it happens and shows a bilingual note; crashes and time-outs
 cost only what did not run; broken files get a clear error; the controls keep full marks; the class
-finishes in bounded time. The cases are data: tests/corpus/untrusted.toml.
+finishes in bounded time. Attacks on what lies outside the notebook (the hidden tests, the gradebook,
+other submissions, the course's code, the network, the grader's process, environment and home, other
+kernels) all fail: the course files and other submissions are unchanged, nothing reached the network,
+no process is left behind. The cases are data: tests/corpus/untrusted.toml.
 """
 import copy
+import hashlib
+import os
 import re
+import socket
+import stat
+import threading
 import time
 import tomllib
+import uuid
+from pathlib import Path
+
+from dataclasses import dataclass
 
 import nbformat
 import pytest
@@ -28,6 +41,9 @@ c.Execute.timeout = 10
 c.Execute.extra_arguments = kernel_arguments(memory_bytes=GRADING_MEMORY_BYTES, cpu_seconds=40)
 """
 CLASS_TIME_LIMIT_S = 600
+CANARY = "COURSE_GRADER_CANARY"  # a variable in the grader's environment (the attacks look for "CANARY")
+SUCCEEDED = "ATTACK SUCCEEDED"
+ATTACKS = [c for c in CASES if c.get("attack")]
 # how each grader names a submission it could not process
 NOT_GRADED = {"nbgrader autograde": "for student '{}'", "course grade": "! {}: not graded"}
 
@@ -81,12 +97,90 @@ def grader(request):
     return request.param
 
 
+@dataclass
+class Graded:
+    root: Path
+    scores: dict
+    log: str
+    elapsed: float
+    before: dict          # the course files (but what nbgrader writes) before grading: path → hash
+    after: dict           # the same, after
+    connections: list     # what reached the TCP listener on 127.0.0.1
+    left_behind: list     # processes of this class still running once the grader has exited
+
+    def __iter__(self):  # root, scores, log, elapsed
+        return iter((self.root, self.scores, self.log, self.elapsed))
+
+
+class Listener:
+    """A TCP listener on 127.0.0.1 that records every connection (the network attack's target)."""
+
+    def __init__(self):
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.server.settimeout(0.2)
+        self.port, self.connections, self.stopped = self.server.getsockname()[1], [], False
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        while not self.stopped:
+            try:
+                connection, address = self.server.accept()
+            except TimeoutError:
+                continue
+            with connection:
+                connection.settimeout(2)
+                try:
+                    self.connections.append((address, connection.recv(4096)))
+                except OSError:
+                    self.connections.append((address, b""))
+
+    def stop(self):
+        self.stopped = True
+        self.thread.join()
+        self.server.close()
+
+
+def course_files(root: Path) -> dict:
+    """Every file, folder and link under the course folder (.pyc included), except what nbgrader itself
+    writes there while grading (autograded/ and the gradebook)."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if relative.parts[0] == "autograded" or relative.parts[0].startswith("gradebook.db"):
+            continue
+        if path.is_symlink():
+            found[str(relative)] = f"link to {os.readlink(path)}"
+        elif path.is_dir():
+            found[str(relative)] = "folder"
+        else:
+            found[str(relative)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def processes_of(root: Path, tag: str) -> list[str]:
+    """Processes that carry this class's attack tag, name the course folder, or work inside it."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            works_in = os.readlink(entry / "cwd")
+        except OSError:
+            continue  # gone, or another user's
+        if tag in command or str(root) in command or works_in.startswith(str(root)):
+            found.append(f"{entry.name}: {command[:200]} (in {works_in})")
+    return found
+
+
 @pytest.fixture(scope="module")
 def graded(grader, course, tmp_path_factory):
     root = tmp_path_factory.mktemp("untrusted")
     classroom.prepare_course(root, ASSIGNMENT)
     with open(root / "nbgrader_config.py", "a", encoding="utf-8") as config:
         config.write(TEST_LIMITS)
+    listener, tag = Listener(), f"course-attack-{uuid.uuid4().hex[:12]}"
     for student in CONTROLS:
         classroom.submit(root, ASSIGNMENT, student, classroom.solved_notebook(root, ASSIGNMENT))
     for case in CASES:
@@ -96,19 +190,34 @@ def graded(grader, course, tmp_path_factory):
             continue
         notebook = classroom.solved_notebook(root, ASSIGNMENT)
         if "edit" in case:
+            case = {**case, "code": case.get("code", "").replace("LISTENER_PORT", str(listener.port))
+                    .replace("ATTACK_TAG", tag)}
             notebook = edited(notebook, case)
         classroom.submit(root, ASSIGNMENT, student, notebook)
         if "filename" in case:
             path = classroom.notebook_path(root, "submitted", ASSIGNMENT, student)
             path.rename(path.with_name(case["filename"]))
+    # secrets of the grader that no kernel may see: a variable and a file in its home folder
+    home = tmp_path_factory.mktemp("grader-home")
+    (home / "canary-private-key").write_text("secret")
+    saved = {name: os.environ.get(name) for name in ("HOME", CANARY)}
+    os.environ.update({"HOME": str(home), CANARY: "the grader's secret"})
+    before = course_files(root)
     started = time.monotonic()
-    if grader == "nbgrader autograde":
-        _, log = classroom.nbgrader(root, "autograde", ASSIGNMENT, check=False)
-    else:
-        done = course("grade", ASSIGNMENT, "--root", root, timeout=CLASS_TIME_LIMIT_S)
-        log = done.stdout + done.stderr
+    try:
+        if grader == "nbgrader autograde":
+            _, log = classroom.nbgrader(root, "autograde", ASSIGNMENT, check=False)
+        else:
+            done = course("grade", ASSIGNMENT, "--root", root, timeout=CLASS_TIME_LIMIT_S)
+            log = done.stdout + done.stderr
+    finally:
+        for name, value in saved.items():
+            os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
+        listener.stop()
     elapsed = time.monotonic() - started
-    return root, classroom.scores(root, ASSIGNMENT), log, elapsed
+    left_behind = processes_of(root, tag)
+    return Graded(root, classroom.scores(root, ASSIGNMENT), log, elapsed, before, course_files(root),
+                  listener.connections, left_behind)
 
 
 @pytest.mark.parametrize("student", CONTROLS)
@@ -167,3 +276,40 @@ def test_the_class_finishes_in_bounded_time_with_a_consistent_gradebook(graded):
         for student in scores:
             submission = gradebook.find_submission(ASSIGNMENT, student)
             assert submission.score == pytest.approx(sum(scores[student].values()))
+
+
+@pytest.mark.parametrize("case", ATTACKS, ids=lambda c: c["id"])
+def test_no_attack_reaches_anything_outside_its_kernel(graded, case):
+    """What the attack printed (its feedback): it never reached its target."""
+    autograded = classroom.notebook_path(graded.root, "autograded", ASSIGNMENT, case["id"])
+    shown = autograded.read_text("utf-8")
+    assert SUCCEEDED not in shown, [line for line in shown.splitlines() if SUCCEEDED in line]
+
+
+def test_no_graded_notebook_was_written_by_an_attack(graded):
+    """A process left behind would write into the notebooks of students graded after it."""
+    for notebook in (graded.root / "autograded").rglob("*.ipynb"):
+        assert SUCCEEDED not in notebook.read_text("utf-8", errors="replace"), notebook
+
+
+def test_course_files_and_other_submissions_are_unchanged(graded):
+    changed = {path for path in graded.before.keys() | graded.after.keys()
+               if graded.before.get(path) != graded.after.get(path)}
+    assert not changed, sorted(changed)
+
+
+def test_nothing_reaches_the_network(graded):
+    assert graded.connections == []
+
+
+def test_no_process_is_left_behind(graded):
+    assert graded.left_behind == []
+
+
+def test_nothing_is_left_for_the_grader_to_trip_on(graded):
+    """No link (nbgrader writes the graded notebook through it), pipe, socket or set-user-ID file in
+    autograded/, where the grader and feedback read and write after the kernel."""
+    for path in (graded.root / "autograded").rglob("*"):
+        mode = path.lstat().st_mode
+        assert stat.S_ISDIR(mode) or stat.S_ISREG(mode), path
+        assert not mode & (stat.S_ISUID | stat.S_ISGID), path

@@ -1,0 +1,496 @@
+"""Every grading kernel in its own bubblewrap sandbox.
+
+A submission is untrusted code. nbgrader runs it in a Jupyter kernel with all the rights of the grader:
+it could read the hidden tests in `source/`, edit `gradebook.db`, rewrite other students' files or the
+course's own code, reach the network, or leave processes behind. Here every grading kernel runs inside
+bubblewrap (`bwrap`, Debian's `bubblewrap`, the sandbox under Flatpak), so that it has:
+
+* its own user, PID, network, IPC, UTS and cgroup namespaces, no capabilities (`--cap-drop ALL`, the
+  sandbox's uid is an unprivileged one even when grading as root) and no way to make new user
+  namespaces; no network at all (only a loopback device of its own);
+* a mount namespace that holds only the read-only runtime (`/usr`, the interpreter's prefix, the
+  environment, and the `autograder` package folder, not the repository around it), a minimal `/etc`,
+  its own `/proc` and `/dev`, small private `/tmp` and `/dev/shm`, and **one writable folder**: nbgrader's
+  working directory for the notebook (`autograded/STUDENT/ASSIGNMENT` when autograding);
+* a clean environment (PATH, HOME on the private `/tmp`, the locale, and the few variables grading
+  itself uses, `PASSED_VARIABLES`), not the grader's;
+* a life no longer than the grading: the kernel is the sandbox's first process (or, with the fork
+  server, joins its namespaces), the sandbox dies with the grading process (`--die-with-parent`), and
+  when the kernel ends, the sandbox's PID namespace ends and takes every process it started with it.
+
+Jupyter talks to the kernel over Unix sockets (`KernelManager.transport = "ipc"`) in a folder of its
+own, the only other path bound writable into the sandbox (the connection file in it read-only). TCP
+cannot cross the network namespace.
+
+After the sandbox is gone, before nbgrader writes into the working folder again, the folder is made
+safe to handle: links, pipes and sockets the submission created are removed (nbgrader would otherwise
+follow a symlink to `gradebook.db` when it writes the graded notebook there, or block on a pipe), and
+set-user-ID bits are cleared.
+
+`SandboxedProvisioner` is a jupyter_client kernel provisioner (entry point
+`course-sandboxed-provisioner`): the sandbox replaces how the kernel process is created, nothing else.
+`GradingKernelManager` chooses it for nbgrader (nbgrader_config.py: `use_for_nbgrader()`), or
+`autograder.forkserver.ForkedKernelProvisioner` in `course grade`'s workers, which forks kernels from a
+warm server into sandboxes of the same shape. Where the sandbox cannot start (no bwrap, no user
+namespaces, not Linux), grading refuses to run unless the instructor explicitly turns the sandbox off:
+`course grade --no-sandbox`, or `COURSE_NO_SANDBOX=1` for plain nbgrader (logged on every kernel).
+"""
+import functools
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import deque
+from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.provisioning import LocalProvisioner
+
+from .messages import message
+
+NAME = "course-sandboxed-provisioner"
+NO_SANDBOX_VARIABLE = "COURSE_NO_SANDBOX"
+BWRAP_VARIABLE = "COURSE_BWRAP"  # another bwrap than the one on PATH
+SANDBOX_UID = SANDBOX_GID = 65534  # the sandbox's own view: "nobody", whoever grades
+HOME = "/tmp/home"
+TMP_BYTES = 512 * 2**20   # private /tmp (memory: RLIMIT_DATA does not count tmpfs pages)
+SHM_BYTES = 256 * 2**20   # private /dev/shm (DataLoader workers share tensors there)
+# variables a grading kernel gets from the grader: the locale, nbgrader's own documented ones, and the
+# ones grading itself reads (the GPU job's CUDA requirement, which GPU, how many threads)
+PASSED_VARIABLES = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_NUMERIC", "TZ",
+                    "NBGRADER_EXECUTION", "NBGRADER_VALIDATING", "COURSE_REQUIRE_CUDA",
+                    "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LD_LIBRARY_PATH")
+HOST_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+HOST_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime")
+# a working folder that holds one of these is (part of) a course folder: never writable by a kernel
+COURSE_MARKERS = ("nbgrader_config.py", "gradebook.db", "source", "submitted", "autograded", "release")
+OUTPUT_KEPT = 8192  # bytes of a kernel's own stdout/stderr kept for the grader's log
+PRIVATE_PREFIX = "course-kernel-"  # + the grading process's pid: a sandbox's private folder in /tmp
+
+
+class SandboxError(RuntimeError):
+    """Grading refuses to start a kernel (the message is bilingual and says what to do)."""
+
+
+def disabled() -> bool:
+    """The instructor turned the sandbox off (`course grade --no-sandbox`, COURSE_NO_SANDBOX=1)."""
+    return os.environ.get(NO_SANDBOX_VARIABLE, "") not in ("", "0")
+
+
+def bwrap_command() -> str | None:
+    return os.environ.get(BWRAP_VARIABLE) or shutil.which("bwrap")
+
+
+@functools.cache
+def _problem(bwrap) -> str | None:
+    if not sys.platform.startswith("linux"):
+        return f"bubblewrap needs Linux, this is {sys.platform}"
+    if not bwrap or not os.access(bwrap, os.X_OK):
+        return "bwrap (bubblewrap) is not installed"
+    try:
+        done = subprocess.run([bwrap, *_isolation(), "--ro-bind", "/", "/", "--", "true"],
+                              capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"bwrap does not run: {error}"
+    if done.returncode != 0:
+        return (done.stderr.strip() or f"bwrap exited with status {done.returncode}").splitlines()[-1]
+    return None
+
+
+def problem() -> str | None:
+    """Why a sandbox cannot start on this machine, or None when it can (checked once per process)."""
+    return _problem(bwrap_command())
+
+
+def require():
+    """Raise SandboxError, saying what to install or enable, when the sandbox cannot start here."""
+    found = problem()
+    if found:
+        raise SandboxError(message("sandbox_unavailable", reason=found))
+
+
+def _isolation() -> list[str]:
+    return ["--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID),
+            "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
+            "--hostname", "grading"]
+
+
+@functools.cache
+def runtime_paths() -> list[str]:
+    """What a kernel needs read-only besides /usr: the interpreter's prefix, the environment, the
+    `autograder` package folder (an editable install points into the repository: only the package
+    is bound, never the repository around it), and any site-packages folder outside them."""
+    import site
+
+    import autograder
+
+    candidates = [sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix,
+                  str(Path(sys.executable).resolve().parent.parent),
+                  str(Path(autograder.__file__).resolve().parent), *site.getsitepackages()]
+    if site.ENABLE_USER_SITE:  # packages installed with `pip install --user` (never in a virtual environment)
+        candidates.append(site.getusersitepackages())
+    paths = sorted({os.path.realpath(p) for p in candidates if p and os.path.isdir(p)})
+    # the fewest binds: drop a path inside another one
+    return [p for p in paths if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in paths)]
+
+
+def too_wide(folder) -> str | None:
+    """What `folder` holds that no kernel may write: part of a course (`source/`, `gradebook.db`, …),
+    the runtime, the temporary folder where every sandbox keeps its sockets, the grader's home."""
+    folder = os.path.realpath(folder)
+    marker = next((name for name in COURSE_MARKERS if os.path.lexists(os.path.join(folder, name))), None)
+    if marker:
+        return marker
+    within = folder.rstrip("/") + "/"
+    for path in [*runtime_paths(), tempfile.gettempdir(), os.path.expanduser("~")]:
+        path = os.path.realpath(path)
+        if path == folder or path.startswith(within):
+            return path
+    return None
+
+
+def environment(given=None) -> dict:
+    """The kernel's whole environment: nothing of the grader's but PASSED_VARIABLES."""
+    given = os.environ if given is None else given
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": HOME,
+           "LANG": "C.UTF-8", "USER": "student", "LOGNAME": "student", "TMPDIR": "/tmp"}
+    env.update({name: given[name] for name in PASSED_VARIABLES if name in given})
+    return env
+
+
+class KernelSandbox:
+    """One sandbox: its private folder (sockets, connection file, /etc files), its bwrap process, and
+    the working folder it may write. `start(command)` runs a kernel command as the sandbox's first
+    process; `start_holder()` starts a sandbox whose first process only holds it open, for a kernel
+    forked from the fork server to join (autograder/forkserver.py)."""
+
+    def __init__(self, work_dir, log=None):
+        require()
+        self.work_dir = os.path.realpath(work_dir)
+        self.log = log
+        found = too_wide(self.work_dir)
+        if found:
+            raise SandboxError(message("sandbox_course_folder", folder=self.work_dir, found=found))
+        _remove_stale_private_folders()
+        self.private = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-"))  # mode 0700
+        self.run_dir = self.private / "run"   # sockets: the kernel binds them, Jupyter connects
+        self.run_dir.mkdir()
+        self.connection_file = str(self.run_dir / "kernel.json")
+        self.ipc_prefix = str(self.run_dir / "k")
+        etc = self.private / "etc"
+        etc.mkdir()
+        (etc / "passwd").write_text(f"student:x:{SANDBOX_UID}:{SANDBOX_GID}:student:{HOME}:/bin/sh\n")
+        (etc / "group").write_text(f"student:x:{SANDBOX_GID}:\n")
+        (etc / "hosts").write_text("127.0.0.1 localhost grading\n::1 localhost\n")
+        self.links_before = _links(self.work_dir)
+        self.bwrap = self.init_pid = self.init_pidfd = self.first_pid = None
+        self.output = deque(maxlen=OUTPUT_KEPT)
+        self.closed = False
+
+    def arguments(self, env, command, info_fd) -> list[str]:
+        args = [bwrap_command(), *_isolation(), "--info-fd", str(info_fd)]
+        for path in HOST_DIRS:
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                args += ["--ro-bind", path, path]
+        args += ["--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--dir", HOME]  # first: the runtime may live in /tmp
+        for path in HOST_ETC:
+            args += ["--ro-bind-try", path, path]
+        for name in ("passwd", "group", "hosts"):
+            args += ["--ro-bind", str(self.private / "etc" / name), f"/etc/{name}"]
+        for path in runtime_paths():
+            args += ["--ro-bind", path, path]
+        executable = os.path.realpath(command[0])
+        if not any(executable.startswith(p.rstrip("/") + "/") for p in [*HOST_DIRS, *runtime_paths()]):
+            args += ["--ro-bind", executable, executable]  # a kernel spec's own launcher script
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        gpus = sorted(str(p) for p in Path("/dev").glob("nvidia*")) + ["/dev/dri"]
+        for device in gpus:  # CUDA where the machine has it (the GPU job grades on cuda too)
+            args += ["--dev-bind-try", device, device]
+        if any(os.path.exists(d) for d in gpus[:-1]):
+            args += ["--ro-bind-try", "/sys", "/sys"]
+        else:
+            args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
+        args += ["--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+                 "--bind", str(self.run_dir), str(self.run_dir),
+                 "--bind", self.work_dir, self.work_dir, "--chdir", self.work_dir]
+        if os.path.exists(self.connection_file):
+            args += ["--ro-bind", self.connection_file, self.connection_file]
+        args += ["--remount-ro", "/"]
+        for name, value in env.items():
+            args += ["--setenv", name, value]
+        return [*args, "--", *command]
+
+    def start(self, command, env) -> subprocess.Popen:
+        """Run `command` as the sandbox's first process; the sandbox ends when it ends."""
+        self._start(command, env, first_comm=None)
+        return self.bwrap
+
+    def start_holder(self, env) -> int:
+        """A sandbox whose first process only holds it open; returns a pidfd of that process, whose
+        namespaces a forked kernel joins (setns). The sandbox ends when `kill()` is called."""
+        sleep = os.path.realpath(shutil.which("sleep", path="/usr/bin:/bin") or "/usr/bin/sleep")
+        self._start([sleep, "infinity"], env, first_comm=os.path.basename(sleep))
+        return os.pidfd_open(self.first_pid)
+
+    def _start(self, command, env, first_comm):
+        info_reader, info_writer = os.pipe()
+        output_reader, output_writer = os.pipe()
+        try:
+            self.bwrap = subprocess.Popen(
+                self.arguments(env, command, info_writer),
+                pass_fds=[info_writer], stdin=subprocess.DEVNULL, stdout=output_writer, stderr=output_writer,
+                start_new_session=True, cwd="/", env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        finally:
+            os.close(info_writer)
+            os.close(output_writer)
+        collector = threading.Thread(target=self._collect, args=(output_reader,), daemon=True)
+        collector.start()
+        with os.fdopen(info_reader, "rb") as reader:
+            info = reader.read()  # bwrap writes it once the namespaces exist, then closes it
+        if not info:
+            self.bwrap.wait()
+            collector.join(5)
+            raise SandboxError(message("sandbox_failed", output=self.output_text() or self.bwrap.returncode))
+        self.init_pid = json.loads(info)["child-pid"]
+        self.init_pidfd = os.pidfd_open(self.init_pid)
+        self.first_pid = self._first_process(first_comm)
+
+    def _first_process(self, comm, timeout=30):
+        """The outer pid of the sandbox's first process, once it runs `command` (every mount, the
+        uid switch, the session and the capability drop come before that exec)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                pids = _children(self.init_pid)
+                if pids:
+                    with open(f"/proc/{pids[0]}/comm") as name:
+                        running = name.read().strip()
+                    if running != "bwrap" and (comm is None or running == comm):
+                        return pids[0]
+            except (FileNotFoundError, ProcessLookupError, ValueError):
+                pass
+            if self.bwrap.poll() is not None:
+                raise SandboxError(message("sandbox_failed", output=self.output_text() or self.bwrap.returncode))
+            time.sleep(0.002)
+        self.kill()
+        raise SandboxError(message("sandbox_failed", output=f"no process after {timeout} s"))
+
+    def output_pipe(self) -> int:
+        """The write end of a pipe whose output is kept like the sandbox's own (a forked kernel's
+        stdout and stderr: never the grader's terminal)."""
+        reader, writer = os.pipe()
+        threading.Thread(target=self._collect, args=(reader,), daemon=True).start()
+        return writer
+
+    def _collect(self, reader):
+        with os.fdopen(reader, "rb") as stream:
+            while chunk := stream.read1(4096):
+                self.output.extend(chunk)
+
+    def output_text(self) -> str:
+        return bytes(self.output).decode("utf-8", "replace").strip()
+
+    def kill(self):
+        """End the sandbox: its PID namespace's first process dies, and the kernel takes every
+        process of the namespace with it (the kernel too)."""
+        if self.init_pidfd is not None:
+            try:
+                signal.pidfd_send_signal(self.init_pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def stop(self, reap=None):
+        """Kill the sandbox and wait until every process in it is gone (`reap`: reap a kernel forked
+        into it; its PID namespace waits for that before it ends)."""
+        self.kill()
+        if reap is not None:
+            reap()
+        if self.bwrap is not None:
+            try:
+                self.bwrap.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.bwrap.kill()
+                self.bwrap.wait()
+        if self.init_pidfd is not None:
+            os.close(self.init_pidfd)
+            self.init_pidfd = None
+
+    def close(self, reap=None):
+        """Stop the sandbox, then make the working folder safe for the grader and remove the
+        private folder. Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        self.stop(reap)
+        removed = make_safe(self.work_dir, self.links_before)
+        if removed and self.log:
+            self.log.warning(message("sandbox_cleaned", folder=self.work_dir, names=", ".join(removed[:8])))
+        shutil.rmtree(self.private, ignore_errors=True)
+
+
+def _remove_stale_private_folders():
+    """The private folders of sandboxes whose grading process died before cleaning up (killed)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{PRIVATE_PREFIX}*-*"):
+        try:
+            owner = int(folder.name.removeprefix(PRIVATE_PREFIX).split("-")[0])
+            if folder.stat().st_uid == os.getuid():
+                os.kill(owner, 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except (ValueError, OSError):
+            pass
+
+
+def _children(pid) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as children:
+            return [int(p) for p in children.read().split()]
+    except FileNotFoundError:  # a kernel built without CONFIG_PROC_CHILDREN
+        found = []
+        for entry in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{entry}/stat") as status:
+                    if entry.isdigit() and int(status.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+        return found
+
+
+def _links(folder) -> dict:
+    found = {}
+    for parent, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            path = os.path.join(parent, name)
+            if os.path.islink(path):
+                found[path] = os.readlink(path)
+    return found
+
+
+def make_safe(folder, links_before=None) -> list[str]:
+    """After a kernel: remove what the submission made in `folder` that the grader must not follow
+    or open (symbolic links, pipes, sockets, device files), clear set-user-ID, set-group-ID and sticky
+    bits and write permission for others. Returns the names removed. Links that were there before the
+    kernel started, unchanged, stay."""
+    links_before = links_before or {}
+    removed = []
+    top = os.lstat(folder).st_mode
+    if stat.S_IMODE(top) != (stat.S_IMODE(top) & 0o755) | 0o700:
+        os.chmod(folder, (stat.S_IMODE(top) & 0o755) | 0o700)
+    for parent, dirs, files in os.walk(folder, topdown=True):
+        for name in list(dirs) + files:
+            path = os.path.join(parent, name)
+            try:
+                info = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            mode = info.st_mode
+            if stat.S_ISLNK(mode):
+                if links_before.get(path) == os.readlink(path):
+                    continue
+                os.unlink(path)
+                removed.append(os.path.relpath(path, folder))
+                if name in dirs:
+                    dirs.remove(name)
+            elif stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+                wanted = (stat.S_IMODE(mode) & 0o755) | (0o700 if stat.S_ISDIR(mode) else 0o600)
+                if wanted != stat.S_IMODE(mode):
+                    os.chmod(path, wanted, follow_symlinks=False)
+            else:
+                os.unlink(path)
+                removed.append(os.path.relpath(path, folder))
+    return removed
+
+
+class SandboxedProvisioner(LocalProvisioner):
+    """LocalProvisioner, except that the kernel runs in a bubblewrap sandbox and Jupyter reaches it
+    over Unix sockets. With the sandbox turned off (COURSE_NO_SANDBOX=1), LocalProvisioner itself."""
+
+    sandbox = None
+    killed = False  # by Jupyter (shutdown, time-out): its output is then no news
+
+    @property
+    def sandboxed(self) -> bool:
+        return not disabled()
+
+    async def pre_launch(self, **kwargs):
+        if not self.sandboxed:
+            self.log.warning(message("sandbox_disabled"))
+            return await super().pre_launch(**kwargs)
+        km = self.parent
+        self.sandbox = KernelSandbox(kwargs.get("cwd") or os.getcwd(), log=self.log)
+        # before the connection file is written: Unix sockets in the sandbox's own folder
+        km.transport, km.cache_ports = "ipc", False
+        km.connection_file, km.ip = self.sandbox.connection_file, self.sandbox.ipc_prefix
+        kwargs["env"] = environment(kwargs.get("env"))
+        return await super().pre_launch(**kwargs)
+
+    async def launch_kernel(self, cmd, **kwargs):
+        if self.sandbox is None:
+            return await super().launch_kernel(cmd, **kwargs)
+        self.process = self.sandbox.start(cmd, kwargs["env"])  # bwrap: ends when the kernel ends
+        self.pid = self.sandbox.first_pid
+        self.pgid = os.getpgid(self.pid)  # the kernel leads its own session (bwrap --new-session)
+        self.cwd = self.sandbox.work_dir
+        return self.connection_info
+
+    async def kill(self, restart=False):
+        if self.sandbox is None:
+            return await super().kill(restart)
+        self.killed = True
+        self.sandbox.kill()  # the whole sandbox: the kernel and whatever it started
+
+    async def cleanup(self, restart=False):
+        await super().cleanup(restart)
+        if self.sandbox is not None:
+            self._close_sandbox()
+            self.sandbox = None
+
+    def _close_sandbox(self):
+        sandbox = self.sandbox
+        sandbox.close()
+        self._log_output(sandbox, sandbox.bwrap.returncode if sandbox.bwrap else None)
+
+    def _log_output(self, sandbox, returncode):
+        """A kernel that ended on its own with an error: its last lines of output, for the grader's log."""
+        if returncode in (0, None) or self.killed or not sandbox.output_text():
+            return
+        lines = sandbox.output_text().splitlines()[-20:]
+        self.log.warning("Kernel output (sandbox %s):\n%s", sandbox.work_dir,
+                         "\n".join(f"  kernel> {line}" for line in lines))
+
+
+class GradingKernelManager(AsyncKernelManager):
+    """The kernel manager of nbgrader's Execute preprocessors: every kernel sandboxed, started as a
+    new process, or forked from the fork server in `course grade`'s workers (`fork_server = True`)."""
+
+    fork_server = False  # set in `course grade`'s workers (autograder/parallel.py)
+
+    async def _async_pre_start_kernel(self, **kw):
+        if self.provisioner is None:
+            if type(self).fork_server:
+                from .forkserver import ForkedKernelProvisioner as provisioner_class
+            else:
+                provisioner_class = SandboxedProvisioner
+            self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
+            self.provisioner = provisioner_class(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec,
+                                                 parent=self)
+        return await super()._async_pre_start_kernel(**kw)
+
+
+def use_for_nbgrader():
+    """Make nbgrader's own Execute preprocessor (the one `nbgrader validate` runs; nbgrader does not
+    let its list be configured) start its kernels with GradingKernelManager. Called from
+    nbgrader_config.py; autograde's SafeExecute asks for it directly."""
+    from nbgrader.preprocessors import execute
+
+    execute.AsyncKernelManager = GradingKernelManager
