@@ -38,6 +38,15 @@ def claim(lesson, says, needs="cuda"):
     return register
 
 
+def error_of(action, kind=RuntimeError) -> str:
+    """The message of the `kind` error that `action` raises ("no error" when it raises none)."""
+    try:
+        action()
+    except kind as error:
+        return str(error)
+    return "no error"
+
+
 # ------------------------------------------------------------------ lesson 1 · devices
 @claim("1 · The build is not the machine",
        "with no usable CUDA device, current_accelerator() still names cuda; check_available=True gives None",
@@ -201,11 +210,8 @@ def adam_step_on_cuda_synchronises():
 
 @claim("6 · Hidden transfers synchronise too", ".numpy() on a CUDA tensor raises TypeError; it does not synchronise")
 def numpy_raises_on_cuda():
-    try:
-        torch.ones(2, device="cuda").numpy()
-    except TypeError as error:
-        return "cuda" in str(error), str(error)
-    return False, "no error"
+    text = error_of(lambda: torch.ones(2, device="cuda").numpy(), TypeError)
+    return "cuda" in text, text
 
 
 @claim("6 · Hidden transfers synchronise too",
@@ -301,24 +307,17 @@ def module_moves_between_gpus():
        "mat1 is on cpu, different from other tensors on cuda:0 (when checking argument in method "
        "wrapper_CUDA_addmm)'")
 def linear_mismatch_message():
-    try:
-        nn.Linear(3, 2).cuda()(torch.randn(4, 3))
-    except RuntimeError as error:
-        text = str(error)
-        expected = ("Expected all tensors to be on the same device, but got mat1 is on cpu, different from "
-                    "other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)")
-        return text == expected, text
-    return False, "no error"
+    text = error_of(lambda: nn.Linear(3, 2).cuda()(torch.randn(4, 3)))
+    expected = ("Expected all tensors to be on the same device, but got mat1 is on cpu, different from "
+                "other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)")
+    return text == expected, text
 
 
 @claim("9 · Reading a device-mismatch error",
        "an element-wise op: 'Expected all tensors to be on the same device, but found at least two devices'")
 def elementwise_mismatch_message():
-    try:
-        torch.ones(2, device="cuda") + torch.ones(2)
-    except RuntimeError as error:
-        return "but found at least two devices" in str(error), str(error)
-    return False, "no error"
+    text = error_of(lambda: torch.ones(2, device="cuda") + torch.ones(2))
+    return "but found at least two devices" in text, text
 
 
 @claim("1 · meta; 9 · mismatches", "a 0-dim CPU tensor mixes with a CUDA tensor without error")
@@ -330,11 +329,8 @@ def zero_dim_cpu_scalar_mixes():
 @claim("9 · Reading a device-mismatch error",
        "unlike a meta/cpu product, a cpu @ cuda matrix product raises")
 def cuda_matmul_checks_devices():
-    try:
-        torch.ones(2, 2) @ torch.ones(2, 2, device="cuda")
-    except RuntimeError as error:
-        return "Expected all tensors to be on the same device" in str(error), str(error)
-    return False, "no error"
+    text = error_of(lambda: torch.ones(2, 2) @ torch.ones(2, 2, device="cuda"))
+    return "Expected all tensors to be on the same device" in text, text
 
 
 MiB = 2**20
@@ -379,11 +375,8 @@ def optimizer_state_keeps_gpu_memory():
 
 @claim("9 · GPU memory", "an impossible allocation raises torch.OutOfMemoryError ('CUDA out of memory')")
 def out_of_memory_error():
-    try:
-        torch.empty(2**50, dtype=torch.uint8, device="cuda")
-    except torch.OutOfMemoryError as error:
-        return str(error).startswith("CUDA out of memory"), str(error)[:80]
-    return False, "no error"
+    text = error_of(lambda: torch.empty(2**50, dtype=torch.uint8, device="cuda"), torch.OutOfMemoryError)
+    return text.startswith("CUDA out of memory"), text[:80]
 
 
 @claim("9 · GPU memory", "set_sync_debug_mode('warn') warns when .item() synchronises")

@@ -362,17 +362,6 @@ def test_call_explains_device_mismatches_and_gpu_checkpoints(tmp_path):
         fails_with("cuda_checkpoint", checks.call, "load()", torch.load, path)
 
 
-@pytest.mark.parametrize("kind", [None, "cuda", "mps"])
-def test_simulated_accelerator_is_consistent_across_apis(kind):
-    with simulated_accelerator(kind):
-        assert torch.cuda.is_available() == (kind == "cuda")
-        assert torch.backends.mps.is_available() == (kind == "mps")
-        assert torch.accelerator.is_available() == (kind is not None)
-        current = torch.accelerator.current_accelerator()
-        assert (current.type if current else None) == kind
-    assert torch.accelerator.is_available() == (torch.cuda.is_available() or torch.backends.mps.is_available())
-
-
 def test_call_keeps_warnings_of_student_code_from_reaching_stderr():
     def noisy():
         warnings.warn("deprecated spelling", UserWarning)
