@@ -109,8 +109,8 @@ def test_a_killed_worker_never_hangs_the_class(tmp_path):
     grading = subprocess.Popen([str(Path(sys.executable).parent / "course"), "grade", ASSIGNMENT, "--jobs", "2",
                                 "--root", str(root)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        kernel = wait_for_kernel_in(root / "autograded" / "slow", timeout=240)
-        os.kill(parent_of(kernel), signal.SIGKILL)  # the worker that adopted the slow student's kernel
+        worker = wait_for_worker_of(root / "autograded" / "slow", grading.pid, timeout=240)
+        os.kill(worker, signal.SIGKILL)  # the worker that adopted the slow student's kernel
         output, _ = grading.communicate(timeout=240)
     finally:
         grading.kill()
@@ -120,14 +120,21 @@ def test_a_killed_worker_never_hangs_the_class(tmp_path):
     assert classroom.scores(root, ASSIGNMENT) == {"honest": classroom.max_points(ASSIGNMENT)}
 
 
-def wait_for_kernel_in(folder: Path, timeout) -> int:
+def wait_for_worker_of(folder: Path, grader: int, timeout) -> int:
+    """The `course grade` worker (a child of `grader`) that adopted the kernel running in `folder`.
+
+    Other processes of the fork server (the one that joins the sandbox, the server itself) also run
+    there for a moment; only the kernel is a grandchild of the grading process.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for entry in Path("/proc").iterdir():
             try:
                 if entry.name.isdigit() and os.readlink(entry / "cwd").startswith(str(folder)) \
                         and b"forkserver" in (entry / "cmdline").read_bytes():
-                    return int(entry.name)
+                    worker = parent_of(int(entry.name))
+                    if parent_of(worker) == grader:
+                        return worker
             except OSError:
                 pass
         time.sleep(0.2)
