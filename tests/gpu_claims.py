@@ -60,7 +60,7 @@ def build_is_not_the_machine():
     return seen == "cuda None False", seen
 
 
-# ------------------------------------------------------------------ lessons 2 and 6 · non_blocking
+# ------------------------------------------------------------------ lessons 2 and 7 · non_blocking
 @claim("2 · Every overload; 6 · pinned memory",
        "a CUDA→CPU copy with non_blocking=True lands in pinned memory PyTorch allocates itself; a blocking one does not")
 def device_to_host_lands_pinned():
@@ -238,7 +238,7 @@ def hidden_synchronisations():
     return not wrong, "synchronise: " + ", ".join(n for n, s in seen.items() if s) + (f"; wrong: {wrong}" if wrong else "")
 
 
-# ------------------------------------------------------------------ lesson 7 · autocast on CUDA
+# ------------------------------------------------------------------ lesson 8 · autocast on CUDA
 AUTOCAST_TABLE = {  # result → dtype under torch.autocast("cuda", dtype=torch.float16)
     "linear": torch.float16,
     "matmul": torch.float16,
@@ -292,7 +292,7 @@ def bf16_native_from_ampere():
     return holds, f"capability {capability}, native bf16: {native}, autocast produced {produced}"
 
 
-# ------------------------------------------------------------------ lesson 8 · several devices
+# ------------------------------------------------------------------ lesson 9 · several devices
 @claim("8 · Moving a model from one device to another", "Module.to('cuda:1') moves the same module in place",
        needs="2 cuda")
 def module_moves_between_gpus():
@@ -301,7 +301,7 @@ def module_moves_between_gpus():
     return moved is model and model.weight.device == torch.device("cuda:1"), f"weight on {model.weight.device}"
 
 
-# ------------------------------------------------------------------ lesson 9 · errors
+# ------------------------------------------------------------------ lesson 10 · errors
 @claim("9 · Reading a device-mismatch error",
        "a linear layer on CUDA fed a CPU batch: 'Expected all tensors to be on the same device, but got "
        "mat1 is on cpu, different from other tensors on cuda:0 (when checking argument in method "
