@@ -31,7 +31,7 @@ ASSIGNMENTS := a1_tensor_to a2_module_to a3_precision_transfers
 LESSONS := $(wildcard notebooks/*.ipynb)
 SOURCES := $(foreach a,$(ASSIGNMENTS),source/$(a)/$(a).ipynb)
 
-.PHONY: install test browser bubblewrap demo report lab notebooks release clean
+.PHONY: install test browser bubblewrap demo report lab notebooks figures release clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -68,6 +68,9 @@ lab: install  ## JupyterLab for students
 notebooks: install  ## re-run lessons and solutions top to bottom, storing their outputs
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.record_timing=False $(LESSONS) $(SOURCES)
 	$(MAKE) release
+
+figures: install  ## draw the lessons' figures (notebooks/figures/fig_*.py) into SVG; tests/test_figures.py compares
+	$(BIN)/python notebooks/figures/draw.py
 
 release: install  ## regenerate release/ from source/ with nbgrader (its gradebook kept out of the root)
 	mkdir -p build
