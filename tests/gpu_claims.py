@@ -61,7 +61,7 @@ def build_is_not_the_machine():
 
 
 # ------------------------------------------------------------------ lessons 2 and 7 · non_blocking
-@claim("2 · Every overload; 6 · pinned memory",
+@claim("2 · Every overload; 7 · Pinned memory",
        "a CUDA→CPU copy with non_blocking=True lands in pinned memory PyTorch allocates itself; a blocking one does not")
 def device_to_host_lands_pinned():
     x = torch.arange(4.0, device="cuda")
@@ -116,7 +116,7 @@ def grad_follows_to_cuda():
     return model.weight.grad.device.type == "cuda", f"grad on {model.weight.grad.device}"
 
 
-@claim("6 · The early-read race",
+@claim("7 · The early-read race",
        "a non_blocking CUDA→CPU copy returns before the data has arrived; synchronising makes it correct")
 def early_read_race():
     x = torch.zeros(1 << 20, device="cuda")
@@ -131,7 +131,7 @@ def early_read_race():
     return (not early) and correct, f"done at return: {early}; correct after synchronize: {correct}"
 
 
-@claim("6 · pinned memory", "pin_memory() returns a new, pinned copy; the original stays pageable")
+@claim("7 · Pinned memory", "pin_memory() returns a new, pinned copy; the original stays pageable")
 def pin_memory_copies():
     x = torch.ones(16)
     pinned = x.pin_memory()
@@ -139,7 +139,7 @@ def pin_memory_copies():
     return holds, f"copy pinned: {pinned.is_pinned()}, original pinned: {x.is_pinned()}"
 
 
-# ------------------------------------------------------------------ lesson 5 · checkpoints
+# ------------------------------------------------------------------ lesson 6 · checkpoints
 def adam_checkpoint(map_location):
     import io
 
@@ -156,7 +156,7 @@ def adam_checkpoint(map_location):
     return state["step"].device, state["exp_avg"].device
 
 
-@claim("5 · Optimizer state after loading",
+@claim("6 · Where the optimizer state goes when it is loaded",
        "with map_location='cpu', load_state_dict moves Adam's moment estimates to the parameter's device "
        "and leaves `step` on the CPU")
 def adam_resume_from_cpu():
@@ -164,7 +164,7 @@ def adam_resume_from_cpu():
     return step.type == "cpu" and moments.type == "cuda", f"step: {step}, exp_avg: {moments}"
 
 
-@claim("5 · Optimizer state after loading",
+@claim("6 · Where the optimizer state goes when it is loaded",
        "with map_location='cuda', Adam's `step` stays on the GPU where torch.load put it")
 def adam_resume_onto_cuda():
     step, moments = adam_checkpoint("cuda")
@@ -186,7 +186,7 @@ def synchronises(action) -> bool:
         torch.cuda.set_sync_debug_mode("default")
 
 
-@claim("5 · Where the optimizer state goes when it is loaded",
+@claim("6 · Where the optimizer state goes when it is loaded",
        "Adam with `step` on the GPU (map_location='cuda') synchronises at every step; with `step` on the CPU it does not")
 def adam_step_on_cuda_synchronises():
     import io
@@ -208,13 +208,13 @@ def adam_step_on_cuda_synchronises():
     return seen == {"cuda": True, "cpu": False}, f"step synchronises with step on: {seen}"
 
 
-@claim("6 · Hidden transfers synchronise too", ".numpy() on a CUDA tensor raises TypeError; it does not synchronise")
+@claim("7 · Hidden transfers synchronise too", ".numpy() on a CUDA tensor raises TypeError; it does not synchronise")
 def numpy_raises_on_cuda():
     text = error_of(lambda: torch.ones(2, device="cuda").numpy(), TypeError)
     return "cuda" in text, text
 
 
-@claim("6 · Hidden transfers synchronise too",
+@claim("7 · Hidden transfers synchronise too",
        "synchronise: .item(), .tolist(), print, Python if, boolean masks, nonzero, .cpu(), a blocking upload; "
        "do not: t * 2, t.max(), a non_blocking upload")
 def hidden_synchronisations():
@@ -252,7 +252,7 @@ AUTOCAST_TABLE = {  # result → dtype under torch.autocast("cuda", dtype=torch.
 }
 
 
-@claim("7 · What is used today", "which dtype each op produces under float16 autocast on CUDA: " +
+@claim("8 · What is used today", "which dtype each op produces under float16 autocast on CUDA: " +
        ", ".join(f"{op} → {str(dtype).removeprefix('torch.')}" for op, dtype in AUTOCAST_TABLE.items()))
 def autocast_dtype_table():
     torch.manual_seed(0)
@@ -281,7 +281,7 @@ def autocast_dtype_table():
     return not wrong and master, f"{shown}; weights and grads float32: {master}"
 
 
-@claim("7 · Which 16-bit type, on which device",
+@claim("8 · Which 16-bit type, on which device",
        "bfloat16 is native from compute capability 8 (Ampere) on: is_bf16_supported(including_emulation=False)")
 def bf16_native_from_ampere():
     native = torch.cuda.is_bf16_supported(including_emulation=False)
@@ -292,8 +292,27 @@ def bf16_native_from_ampere():
     return holds, f"capability {capability}, native bf16: {native}, autocast produced {produced}"
 
 
+@claim("8 · `binary_cross_entropy` is refused under CUDA autocast",
+       "binary_cross_entropy raises RuntimeError under float16 CUDA autocast; the logits version gives float32")
+def bce_refused_under_cuda_autocast():
+    scores, labels = torch.randn(8, 1, device="cuda"), torch.randint(0, 2, (8, 1), device="cuda").float()
+    with torch.autocast("cuda", dtype=torch.float16):
+        refused = error_of(lambda: nn.functional.binary_cross_entropy(torch.sigmoid(scores), labels))
+        with_logits = nn.functional.binary_cross_entropy_with_logits(scores, labels).dtype
+    holds = "unsafe to autocast" in refused and with_logits == torch.float32
+    return holds, f"binary_cross_entropy: {refused.splitlines()[0]}; with logits: {with_logits}"
+
+
+@claim("8 · Casting a model for 16-bit inference",
+       "float32 BatchNorm1d and LayerNorm accept a float16 input on CUDA and return float16")
+def float32_norms_take_16_bit_inputs():
+    x = torch.randn(4, 8, device="cuda", dtype=torch.float16)
+    dtypes = [norm.cuda()(x).dtype for norm in (nn.BatchNorm1d(8).eval(), nn.LayerNorm(8))]
+    return dtypes == [torch.float16, torch.float16], f"outputs: {dtypes}"
+
+
 # ------------------------------------------------------------------ lesson 9 · several devices
-@claim("8 · Moving a model from one device to another", "Module.to('cuda:1') moves the same module in place",
+@claim("9 · Moving a model from one device to another", "Module.to('cuda:1') moves the same module in place",
        needs="2 cuda")
 def module_moves_between_gpus():
     model = nn.Linear(4, 2).to("cuda:0")
@@ -301,8 +320,44 @@ def module_moves_between_gpus():
     return moved is model and model.weight.device == torch.device("cuda:1"), f"weight on {model.weight.device}"
 
 
+@claim("9 · The current device", 'an unindexed "cuda" and .cuda() land on the current device, GPU 0 by default')
+def unindexed_cuda_is_the_current_device():
+    seen = (torch.cuda.current_device(), torch.zeros(1, device="cuda").device, torch.zeros(1).cuda().device)
+    return seen == (0, torch.device("cuda:0"), torch.device("cuda:0")), str(seen)
+
+
+@claim("9 · The current device", 'inside torch.cuda.device(1), "cuda" resolves to cuda:1', needs="2 cuda")
+def current_device_block():
+    with torch.cuda.device(1):
+        seen = torch.zeros(1, device="cuda").device
+    return seen == torch.device("cuda:1") and torch.cuda.current_device() == 0, str(seen)
+
+
+def _visible_probe(probe, visible):
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": visible}
+    return subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
+                          timeout=120).stdout.split()
+
+
+@claim("9 · `CUDA_VISIBLE_DEVICES`", "showing only the second GPU renumbers it: the child sees one GPU, "
+       "and its cuda:0 is our cuda:1 (same UUID)", needs="2 cuda")
+def visible_devices_renumber():
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    seen = _visible_probe("import torch; print(torch.cuda.device_count(), torch.cuda.get_device_properties(0).uuid)",
+                          visible.split(",")[1] if visible else "1")
+    return seen == ["1", str(torch.cuda.get_device_properties(1).uuid)], " ".join(seen)
+
+
+@claim("9 · `CUDA_VISIBLE_DEVICES`", "setting it after CUDA has initialised does not hide the GPU from the process")
+def visible_devices_too_late():
+    probe = ("import os, torch; torch.zeros(1, device='cuda'); os.environ['CUDA_VISIBLE_DEVICES'] = ''; "
+             "print(torch.ones(1, device='cuda').device)")
+    seen = _visible_probe(probe, os.environ.get("CUDA_VISIBLE_DEVICES", "0") or "0")
+    return seen == ["cuda:0"], " ".join(seen)
+
+
 # ------------------------------------------------------------------ lesson 10 · errors
-@claim("9 · Reading a device-mismatch error",
+@claim("10 · Reading a device-mismatch error",
        "a linear layer on CUDA fed a CPU batch: 'Expected all tensors to be on the same device, but got "
        "mat1 is on cpu, different from other tensors on cuda:0 (when checking argument in method "
        "wrapper_CUDA_addmm)'")
@@ -313,20 +368,20 @@ def linear_mismatch_message():
     return text == expected, text
 
 
-@claim("9 · Reading a device-mismatch error",
+@claim("10 · Reading a device-mismatch error",
        "an element-wise op: 'Expected all tensors to be on the same device, but found at least two devices'")
 def elementwise_mismatch_message():
     text = error_of(lambda: torch.ones(2, device="cuda") + torch.ones(2))
     return "but found at least two devices" in text, text
 
 
-@claim("1 · meta; 9 · mismatches", "a 0-dim CPU tensor mixes with a CUDA tensor without error")
+@claim("1 · meta; 10 · A device mismatch is an error, not a slowdown", "a 0-dim CPU tensor mixes with a CUDA tensor without error")
 def zero_dim_cpu_scalar_mixes():
     result = torch.ones(2, device="cuda") + torch.tensor(1.0)
     return result.device.type == "cuda", f"result on {result.device}"
 
 
-@claim("9 · Reading a device-mismatch error",
+@claim("10 · Reading a device-mismatch error",
        "unlike a meta/cpu product, a cpu @ cuda matrix product raises")
 def cuda_matmul_checks_devices():
     text = error_of(lambda: torch.ones(2, 2) @ torch.ones(2, 2, device="cuda"))
@@ -336,7 +391,7 @@ def cuda_matmul_checks_devices():
 MiB = 2**20
 
 
-@claim("9 · GPU memory", "memory_allocated counts live tensors, max_memory_allocated the peak, empty_cache "
+@claim("10 · GPU memory", "memory_allocated counts live tensors, max_memory_allocated the peak, empty_cache "
        "returns cached blocks")
 def memory_counters():
     start = torch.cuda.memory_allocated()
@@ -352,7 +407,7 @@ def memory_counters():
     return holds, f"grew {grew // MiB} MiB, peak {peak // MiB} MiB, cached {cached}, returned {returned}"
 
 
-@claim("9 · GPU memory", "model.to('cpu') frees the parameters but Adam's CUDA state stays until it is moved too")
+@claim("10 · GPU memory", "model.to('cpu') frees the parameters but Adam's CUDA state stays until it is moved too")
 def optimizer_state_keeps_gpu_memory():
     import gc
 
@@ -373,13 +428,13 @@ def optimizer_state_keeps_gpu_memory():
     return holds, f"model.to('cpu') freed {freed} MiB, state on CUDA: {state_on_gpu}, moving state freed {freed_by_state} MiB"
 
 
-@claim("9 · GPU memory", "an impossible allocation raises torch.OutOfMemoryError ('CUDA out of memory')")
+@claim("10 · GPU memory", "an impossible allocation raises torch.OutOfMemoryError ('CUDA out of memory')")
 def out_of_memory_error():
     text = error_of(lambda: torch.empty(2**50, dtype=torch.uint8, device="cuda"), torch.OutOfMemoryError)
     return text.startswith("CUDA out of memory"), text[:80]
 
 
-@claim("9 · GPU memory", "set_sync_debug_mode('warn') warns when .item() synchronises")
+@claim("10 · GPU memory", "set_sync_debug_mode('warn') warns when .item() synchronises")
 def sync_debug_mode_warns():
     import warnings
 
@@ -394,7 +449,7 @@ def sync_debug_mode_warns():
     return any("synchroniz" in str(w.message) for w in caught), f"{len(caught)} warning(s)"
 
 
-@claim("3 · Building a large model on `meta`; 9 · GPU memory", "to_empty allocates the whole model on the target device")
+@claim("3 · Building a large model on `meta`; 10 · GPU memory", "to_empty allocates the whole model on the target device")
 def to_empty_allocates_everything():
     with torch.device("meta"):
         big = nn.Sequential(*[nn.Linear(1024, 1024) for _ in range(8)])

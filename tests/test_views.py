@@ -62,6 +62,11 @@ def test_traditional_conversion_overrides_opencc_with_glossary_terms():
     assert to_traditional("默认的内存") == "預設的記憶體"  # OpenCC's own conversion still applies elsewhere
 
 
+@pytest.mark.parametrize("term", terms(), ids=lambda t: t["zh"])
+def test_every_glossary_term_converts_to_its_traditional_form(term):
+    assert to_traditional(f"这个{term['zh']}。") == f"這個{term['zh-hant']}。"
+
+
 def test_course_view_writes_copies(tmp_path):
     course = Path(sys.executable).parent / "course"
     done = subprocess.run([str(course), "view", "--lang", "zh-hant", "--out", str(tmp_path), str(LESSON)],
