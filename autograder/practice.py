@@ -8,16 +8,17 @@ the exercise unanswered, and the stored output of the solution's check is the ve
 from .messages import message
 
 
-def self_check(check) -> bool:
-    """Run `check()`, a function that calls `autograder.checks` helpers, and print the verdict."""
+def self_check(check) -> None:
+    """Run `check()`, a function that calls `autograder.checks` helpers, and print the verdict.
+
+    Returns nothing, so a check cell shows the verdict alone (no `True`/`False` after it)."""
     try:
         check()
     except NotImplementedError:
         print(message("practice_unanswered"))
-        return False
+        return
     except AssertionError as failure:
         print(message("practice_not_yet"))
         print(failure)
-        return False
+        return
     print(message("practice_correct"))
-    return True
