@@ -1,0 +1,53 @@
+"""JupyterHub for the course on one machine (README, "JupyterHub"): `jupyterhub -f deploy/jupyterhub/jupyterhub_config.py`.
+
+Every user logs in with their Unix account and gets their own JupyterLab, running as that user
+(LocalProcessSpawner), in the course's environment. Roles follow nbgrader's JupyterHub set-up: the
+instructors are the group `formgrade-torch-to` and keep nbgrader's instructor tools (formgrader, Create
+Assignment) in their JupyterLab; everybody else is a student, whose JupyterLab starts with the
+student configuration (deploy/student/etc/jupyter: those tools off; fetch, submit and validate on).
+Assignments travel through nbgrader's exchange on this machine (deploy/exchange/setup-exchange.sh
+installs it and /etc/jupyter/nbgrader_config.py, which every user's nbgrader reads).
+
+Edit INSTRUCTORS and STUDENTS (Unix user names), COURSE_ENV (the course's environment, readable by
+every user) and run the hub as root, behind HTTPS (https://jupyterhub.readthedocs.io/en/stable/tutorial/getting-started/security-basics.html).
+tests/test_jupyterhub.py starts this configuration on loopback with a dummy authenticator.
+"""
+import os
+from pathlib import Path
+
+c = get_config()  # noqa: F821  (provided by JupyterHub when it loads this file)
+
+COURSE = "torch-to"
+INSTRUCTORS = {"teacher"}
+STUDENTS = {"student1", "student2"}
+COURSE_ENV = Path("/opt/torch-to/.venv")  # `make install` in a checkout at /opt/torch-to
+STUDENT_JUPYTER_CONFIG = Path(__file__).resolve().parent.parent / "student" / "etc" / "jupyter"
+
+c.JupyterHub.bind_url = "http://127.0.0.1:8000"  # put a TLS-terminating proxy in front
+c.JupyterHub.authenticator_class = "pam"         # Unix accounts
+c.Authenticator.allowed_users = INSTRUCTORS | STUDENTS
+c.Authenticator.admin_users = INSTRUCTORS
+c.JupyterHub.spawner_class = "jupyterhub.spawner.LocalProcessSpawner"
+c.Spawner.cmd = [str(COURSE_ENV / "bin" / "jupyterhub-singleuser")]
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = "~"
+
+# nbgrader's group names for one course: instructors (formgrade-COURSE) and students (nbgrader-COURSE)
+INSTRUCTOR_GROUP, STUDENT_GROUP = f"formgrade-{COURSE}", f"nbgrader-{COURSE}"
+c.JupyterHub.load_groups = {INSTRUCTOR_GROUP: {"users": sorted(INSTRUCTORS)},
+                            STUDENT_GROUP: {"users": sorted(STUDENTS)}}
+
+
+def per_role_configuration(spawner):
+    """Students' JupyterLab reads the student configuration first: no formgrader, no Create Assignment.
+    (A student who edits their own configuration can turn them back on, but they work only on the
+    student's own files: grading happens in the instructors' servers.)"""
+    if INSTRUCTOR_GROUP in {group.name for group in spawner.user.groups}:
+        return
+    configured = spawner.environment.get("JUPYTER_CONFIG_PATH", os.environ.get("JUPYTER_CONFIG_PATH"))
+    # a new dict: the configured one is shared by every user's spawner
+    spawner.environment = {**spawner.environment, "JUPYTER_CONFIG_PATH": os.pathsep.join(
+        filter(None, [str(STUDENT_JUPYTER_CONFIG), configured]))}
+
+
+c.Spawner.pre_spawn_hook = per_role_configuration

@@ -1,0 +1,20 @@
+"""nbgrader configuration for students: `nbgrader validate`, `fetch_assignment`, `submit`, `fetch_feedback`.
+
+nbgrader reads this file when it runs in this folder (JupyterLab's Validate button too, when
+`make lab` started JupyterLab here). On a shared machine or JupyterHub the system-wide configuration
+(/etc/jupyter/nbgrader_config.py) says the same about the course and its exchange.
+"""
+c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)
+
+c.CourseDirectory.course_id = "torch-to"
+c.Exchange.root = "/srv/nbgrader/exchange"
+
+# Validation runs your notebook as the grader will: the same time limit per cell, and the same start-up
+# that remembers the real PyTorch functions, so replacing them is reported here as in grading.
+# Unlike the grader, it runs your kernel without a sandbox: it is your own code on your own machine.
+c.Execute.timeout = 120
+c.Execute.interrupt_on_timeout = True
+
+from autograder.kernel import kernel_arguments  # noqa: E402
+
+c.Execute.extra_arguments = kernel_arguments(memory_bytes=6 * 2**30, cpu_seconds=600)

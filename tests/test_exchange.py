@@ -1,0 +1,171 @@
+"""A class on one shared machine, through nbgrader's file-system exchange, as the README sets it up.
+
+Two students, each a real Unix user with their own home, and the instructor (root, who also grades in
+the sandbox) go through nbgrader's whole lifecycle with plain nbgrader commands and the shipped
+deploy/exchange/ configuration: release → fetch → edit → submit → collect → autograde →
+generate_feedback → release_feedback → fetch_feedback. No command names the course or the exchange:
+the system-wide configuration that deploy/exchange/setup-exchange.sh installs supplies both.
+"""
+import html
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import unix_users
+from autograder import classroom, sandbox
+from autograder.messages import shows
+
+ROOT = classroom.ROOT
+ASSIGNMENT = "a1_tensor_to"
+COURSE = "torch-to"
+
+
+@pytest.fixture(scope="module")
+def shared_machine():
+    """Two students, an exchange and the system-wide configuration, as setup-exchange.sh makes them."""
+    unix_users.require_root()
+    top = unix_users.world_readable_folder("course-exchange-")
+    try:
+        (top / "homes").mkdir(mode=0o755)
+        config_dir, exchange = top / "etc-jupyter", top / "exchange"
+        done = subprocess.run([ROOT / "deploy" / "exchange" / "setup-exchange.sh", "root"], capture_output=True,
+                              text=True, env={**os.environ, "EXCHANGE_ROOT": str(exchange),
+                                              "JUPYTER_SYSTEM_CONFIG": str(config_dir)})
+        assert done.returncode == 0, f"setup-exchange.sh failed / 失败:\n{done.stdout}{done.stderr}"
+        with unix_users.users(["alice", "bob"], top / "homes") as students:
+            yield Machine(top, exchange, config_dir, students, unix_users.shared_python(top))
+    finally:
+        subprocess.run(["rm", "-rf", str(top)])
+
+
+class Machine:
+    def __init__(self, top, exchange, config_dir, students, python):
+        self.top, self.exchange, self.config_dir, self.students, self.python = top, exchange, config_dir, students, python
+        self.course = top / "course"   # the instructor's course folder
+        self.timings = []              # (who, command, seconds): the lifecycle's cost, shown with -s
+
+    def env(self):
+        # stands in for /etc/jupyter, which a test must not write (jupyter reads JUPYTER_CONFIG_PATH too)
+        return {"JUPYTER_CONFIG_PATH": str(self.config_dir)}
+
+    def instructor(self, *args):
+        bin_dir = Path(sys.executable).parent  # nbgrader runs `alembic` from the environment's bin/
+        env = {**os.environ, **self.env(), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+        if sandbox.problem():  # prefer the real sandbox; without it the grading kernels run unsandboxed
+            env["COURSE_NO_SANDBOX"] = "1"
+        start = time.monotonic()
+        done = subprocess.run([bin_dir / "nbgrader", *args], cwd=self.course, env=env,
+                              capture_output=True, text=True, timeout=300)
+        self.timings.append(("instructor", args[0], time.monotonic() - start))
+        assert done.returncode == 0, f"nbgrader {args[0]} (instructor / 教师) failed / 失败:\n{done.stdout}{done.stderr}"
+        return done.stdout + done.stderr
+
+    def student(self, name, *args):
+        user = self.students[name]
+        start = time.monotonic()
+        done = unix_users.run_as(user, [self.python, "-m", "nbgrader", *args], cwd=unix_users.home_of(user),
+                                 env=self.env())
+        self.timings.append((name, args[0], time.monotonic() - start))
+        assert done.returncode == 0, f"nbgrader {args[0]} ({name}) failed / 失败:\n{done.stdout}{done.stderr}"
+        return done.stdout + done.stderr
+
+    def can_list(self, name, folder) -> bool:
+        return unix_users.run_as(self.students[name], ["ls", folder], cwd=Path("/")).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def wrong_answer():
+    """Bob's one mistake: the corpus's first wrong answer."""
+    return next(a for a in classroom.load_corpus(ASSIGNMENT) if not a.correct)
+
+
+@pytest.fixture(scope="module")
+def lifecycle(shared_machine, wrong_answer):
+    """The whole lifecycle, once; the tests below read what it left."""
+    m = shared_machine
+    m.course.mkdir()
+    (m.course / "source").mkdir()
+    (m.course / "nbgrader_config.py").write_bytes((ROOT / "nbgrader_config.py").read_bytes())
+    subprocess.run(["cp", "-R", ROOT / "source" / ASSIGNMENT, m.course / "source"], check=True)
+    m.instructor("generate_assignment", ASSIGNMENT, "--force")
+    m.instructor("release_assignment", ASSIGNMENT)
+    answers = {"alice": [], "bob": [wrong_answer]}
+
+    def work(name):  # what each student does, both at the same time as in a real class
+        m.student(name, "fetch_assignment", ASSIGNMENT)
+        # the student's edit: their answers, saved over the fetched notebook by that student
+        edited = m.top / f"{name}.ipynb"
+        nbformat.write(classroom.solved_notebook(m.course, ASSIGNMENT, answers[name]), edited)
+        edited.chmod(0o644)
+        home = unix_users.home_of(m.students[name])
+        done = unix_users.run_as(m.students[name], ["cp", edited, home / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"], cwd=home)
+        assert done.returncode == 0, done.stderr
+        m.student(name, "submit", ASSIGNMENT)
+
+    with ThreadPoolExecutor() as pool:
+        list(pool.map(work, answers))
+    m.instructor("collect", ASSIGNMENT)
+    m.instructor("autograde", ASSIGNMENT)
+    grade_written_answers_by_hand(m.course)
+    m.instructor("generate_feedback", ASSIGNMENT)
+    m.instructor("release_feedback", ASSIGNMENT)
+    with ThreadPoolExecutor() as pool:
+        list(pool.map(lambda name: m.student(name, "fetch_feedback", ASSIGNMENT), answers))
+    print("".join(f"\n{who:>10} nbgrader {command:<20} {seconds:6.1f} s" for who, command, seconds in m.timings))
+    return m
+
+
+def grade_written_answers_by_hand(course: Path):
+    """What the formgrader does when the instructor gives every written answer its points."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for submission in gradebook.assignment_submissions(ASSIGNMENT):
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    if grade.needs_manual_grade:
+                        grade.manual_score, grade.needs_manual_grade = grade.max_score, False
+        gradebook.db.commit()
+
+
+def test_each_submission_is_graded_as_its_own_students(lifecycle, wrong_answer):
+    m = lifecycle
+    full = classroom.max_points(ASSIGNMENT)
+    graded = classroom.scores(m.course, ASSIGNMENT)
+    alice, bob = m.students["alice"], m.students["bob"]
+    assert set(graded) == {alice, bob}, f"graded / 已评分: {sorted(graded)}"
+    assert graded[alice] == full, f"alice's right answers lost points / alice 的正确答案被扣分: {graded[alice]}"
+    lost = f"test_{wrong_answer.exercise}"
+    assert graded[bob] == {**full, lost: 0}, (
+        f"bob should lose exactly {lost} / bob 应当只失去 {lost} 的分数: {graded[bob]}")
+
+
+def test_each_student_fetches_only_their_own_feedback(lifecycle, wrong_answer):
+    m = lifecycle
+    for name, user in m.students.items():
+        home = unix_users.home_of(user)
+        pages = list((home / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html"))
+        assert len(pages) == 1, f"{name} fetched / 取回了 {pages}"
+        assert pages[0].stat().st_uid == home.stat().st_uid, "fetched as the student / 应以学生身份取回"
+        own = classroom.notebook_path(m.course, "feedback", ASSIGNMENT, user).with_suffix(".html")
+        assert pages[0].read_bytes() == own.read_bytes(), (
+            f"{name} received feedback that is not theirs / {name} 收到的不是自己的反馈")
+        page = html.unescape(pages[0].read_text("utf-8"))
+        assert shows(page, wrong_answer.diagnostic) == (name == "bob"), (
+            f"{name}: the diagnostic {wrong_answer.diagnostic} belongs in bob's feedback only / "
+            f"诊断信息 {wrong_answer.diagnostic} 只应出现在 bob 的反馈中")
+
+
+def test_students_cannot_read_other_submissions_or_feedback(lifecycle):
+    m = lifecycle
+    course = m.exchange / COURSE
+    assert m.can_list("alice", course / "outbound"), "students must see released assignments / 学生必须能看到已发布的作业"
+    for folder in ("inbound", "feedback"):
+        assert not m.can_list("alice", course / folder), (
+            f"a student can list the exchange's {folder}/ / 学生可以列出交换目录的 {folder}/")

@@ -1,0 +1,183 @@
+"""The student bundle (`make student-bundle`, autograder/bundle.py): what a student installs.
+
+It must hold no solution and no hidden test, nothing from source/ or tests/, no grading-only module;
+its `autograder` package must work on its own, and `nbgrader validate` must run a release notebook's
+tests from the bundle in an environment that has neither the repository nor bubblewrap.
+"""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import bundle, classroom
+
+ROOT = classroom.ROOT
+GRADING_ONLY = ["sandbox", "forkserver", "parallel", "classroom", "cli", "grading", "feedback", "bundle"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("bundle") / "student-bundle"
+    archive = bundle.build(dest)
+    return dest, archive
+
+
+@pytest.fixture(scope="module")
+def student_python(tmp_path_factory):
+    """A student's environment: this environment's packages, but not the repository's `autograder`
+    (its editable install is a .pth hook, which a plain path entry does not run) and no `bwrap` on PATH."""
+    env = tmp_path_factory.mktemp("student-env")
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(env)],
+                   check=True)
+    site_packages = Path(sysconfig.get_paths(vars={"base": str(env), "platbase": str(env)})["purelib"])
+    (site_packages / "packages.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return env / "bin" / "python"
+
+
+def bundle_files(dest: Path) -> list[Path]:
+    return sorted(p for p in dest.rglob("*") if p.is_file())
+
+
+def shown_lines(path: Path) -> set[str]:
+    """Every stripped line a file holds; a notebook's lines are its cells' sources and outputs."""
+    if path.suffix == ".ipynb":
+        notebook = nbformat.read(path, as_version=4)
+        text = "\n".join([c.source for c in notebook.cells] +
+                         [json.dumps(c.get("outputs", []), ensure_ascii=False) for c in notebook.cells])
+    elif path.suffix in (".svg", ".gz"):
+        return set()
+    else:
+        text = path.read_text("utf-8")
+    return {line.strip() for line in text.splitlines()}
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def secret():
+    """Lines that stand only inside the solutions and hidden tests of the source notebooks: never in
+    their visible parts, the lessons or the `autograder` package (common idioms such as
+    `def __init__(self):` appear there and give nothing away)."""
+    sources = [nbformat.read(p, as_version=4) for p in sorted((ROOT / "source").glob("*/*.ipynb"))]
+    hidden = set().union(*(classroom.hidden_lines(s) for s in sources))
+    public = set().union(*(shown_lines(p) for p in sorted((ROOT / "notebooks").glob("*.ipynb"))),
+                         *(shown_lines(p) for p in sorted((ROOT / "autograder").glob("*.py"))))
+    for source in sources:  # lines visible in any source notebook (another assignment's visible test)
+        public |= {line.strip() for cell in source.cells for line in cell.source.splitlines()} - \
+            classroom.hidden_lines(source)
+    found = {line for line in hidden - public if len(line) > 8}
+    assert len(found) > 50, "nothing to look for / 没有可检查的内容"  # the check means something only then
+    return found
+
+
+def leaks(folder: Path, secret: set[str]) -> dict[str, list[str]]:
+    found = {str(p.relative_to(folder)): sorted(shown_lines(p) & secret)[:3] for p in bundle_files(folder)}
+    return {path: lines for path, lines in found.items() if lines}
+
+
+def test_bundle_holds_no_solution_or_hidden_test(built, secret):
+    dest, _ = built
+    assert not leaks(dest, secret), f"the bundle gives answers away / 学生包泄露了答案: {leaks(dest, secret)}"
+
+
+def test_a_leaked_solution_would_be_seen(tmp_path, secret):
+    (tmp_path / "a1.ipynb").write_bytes(classroom.notebook_path(ROOT, "source", "a1_tensor_to").read_bytes())
+    assert leaks(tmp_path, secret), "the leak check sees nothing / 泄露检查什么也没发现"
+
+
+def test_bundle_holds_nothing_from_source_tests_or_grading(built):
+    dest, archive = built
+    instructor_only = {digest(p): p for folder in ("source", "tests") for p in (ROOT / folder).rglob("*")
+                       if p.is_file() and p.stat().st_size > 0}
+    copied = [f"{p.relative_to(dest)} = {instructor_only[digest(p)].relative_to(ROOT)}"
+              for p in bundle_files(dest) if digest(p) in instructor_only]
+    assert not copied, f"files from source/ or tests/ / 来自 source/ 或 tests/ 的文件: {copied}"
+    shipped = {p.stem for p in (dest / "autograder").iterdir()}
+    assert not shipped & set(GRADING_ONLY), f"grading-only modules / 仅评分用的模块: {shipped & set(GRADING_ONLY)}"
+    assert "use_for_nbgrader" not in (dest / "nbgrader_config.py").read_text("utf-8")
+    with tarfile.open(archive) as tar:
+        names = {Path(n).relative_to("torch-to-student") for n in tar.getnames() if n != "torch-to-student"}
+    assert {p.relative_to(dest) for p in bundle_files(dest)} <= names, "the archive lacks files / 压缩包缺少文件"
+
+
+def test_bundle_has_every_lesson_figure_and_assignment(built):
+    dest, _ = built
+    for pattern in ("notebooks/*.ipynb", "notebooks/figures/*.svg", "release/*/*.ipynb"):
+        expected = {p.relative_to(ROOT) for p in ROOT.glob(pattern)}
+        assert expected and expected <= {p.relative_to(dest) for p in dest.glob(pattern)}, (
+            f"missing / 缺少 {pattern}")
+
+
+def test_package_imports_on_its_own(built, student_python):
+    dest, _ = built
+    outside = subprocess.run([student_python, "-c", "import autograder"], cwd="/", capture_output=True)
+    assert outside.returncode != 0, "the student environment must not see the repository / 学生环境不应看到仓库"
+    modules = sorted(p.stem for p in (dest / "autograder").glob("*.py") if p.stem != "__init__")
+    code = (f"import autograder, {', '.join(f'autograder.{m}' for m in modules)}\n"
+            f"assert autograder.__file__.startswith({str(dest)!r}), autograder.__file__\n"
+            "from autograder.messages import catalogue; assert 'not_answered' in catalogue()")
+    done = subprocess.run([student_python, "-c", code], cwd="/", capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(dest)})
+    assert done.returncode == 0, f"the bundle's package does not import / 学生包的模块无法导入:\n{done.stderr}"
+
+
+def test_student_environment_installs_the_package_with_its_messages(built, tmp_path):
+    """`pip install .` in the bundle (its Makefile does, with -e) builds the package and its data."""
+    dest, _ = built
+    shutil.copytree(dest, tmp_path / "bundle")
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                           "--disable-pip-version-check", "-w", tmp_path / "wheel", tmp_path / "bundle"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"the bundle's pyproject.toml does not build / 学生包的 pyproject.toml 无法构建:\n{done.stderr}"
+    [wheel] = (tmp_path / "wheel").glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        packaged = {Path(name).name for name in archive.namelist() if name.startswith("autograder/")}
+    assert packaged == {p.name for p in (dest / "autograder").iterdir()}, f"packaged / 打包了: {sorted(packaged)}"
+
+
+def test_instructor_extensions_are_off_in_the_student_configuration(built, student_python):
+    dest, _ = built
+    code = ("from jupyter_core.paths import jupyter_config_path\n"
+            "from jupyter_server.extension.config import ExtensionConfigManager\n"
+            "from jupyterlab_server.config import get_static_page_config\n"
+            "import json\n"
+            "server = ExtensionConfigManager(read_config_path=jupyter_config_path()).get_jpserver_extensions()\n"
+            "lab = get_static_page_config(level='all')\n"
+            "print(json.dumps({'server': server, 'lab': lab.get('disabledExtensions', {})}))\n")
+    # The bundle's Makefile copies etc/jupyter into the student environment, over what installing
+    # nbgrader put there (here: this environment's etc/jupyter, read after the bundle's).
+    config_path = os.pathsep.join([str(dest / "etc" / "jupyter"), str(Path(sys.prefix) / "etc" / "jupyter")])
+    done = subprocess.run([student_python, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "JUPYTER_CONFIG_PATH": config_path})
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["server"]["nbgrader.server_extensions.formgrader"] is False
+    assert seen["server"]["nbgrader.server_extensions.assignment_list"] is True  # students fetch and submit
+    assert seen["server"]["nbgrader.server_extensions.validate_assignment"] is True
+    assert {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment"} <= {
+        name for name, off in seen["lab"].items() if off}, f"instructor tools on / 教师工具未关闭: {seen['lab']}"
+
+
+def test_release_notebook_validates_from_the_bundle_without_bubblewrap(built, student_python):
+    """A student's solved a1 notebook in the bundle passes `nbgrader validate`: its visible tests run
+    with the bundle's `autograder`, with no bwrap on PATH and no sandbox in the configuration."""
+    dest, _ = built
+    assignment = "a1_tensor_to"
+    notebook = dest / "release" / assignment / f"{assignment}.ipynb"
+    nbformat.write(classroom.solved_notebook(ROOT, assignment), notebook)
+    env = {"PATH": str(student_python.parent), "HOME": str(dest), "LANG": "C.UTF-8", "PYTHONPATH": str(dest)}
+    done = subprocess.run([student_python, "-m", "nbgrader", "validate", notebook.relative_to(dest)], cwd=dest,
+                          capture_output=True, text=True, env=env, timeout=300)
+    shown = done.stdout + done.stderr
+    assert "Success! Your notebook passes all the tests." in shown, f"validate / 验证:\n{shown}"
