@@ -27,11 +27,11 @@ endef
 export CHECK_BUILD
 BIN := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(PATH)
-ASSIGNMENTS := a1_tensor_to a2_module_to a3_precision_transfers
+ASSIGNMENTS := a1_tensor_to a2_module_to a3_precision_transfers a4_several_devices
 LESSONS := $(wildcard notebooks/*.ipynb)
 SOURCES := $(foreach a,$(ASSIGNMENTS),source/$(a)/$(a).ipynb)
 
-.PHONY: install test browser bubblewrap demo report lab notebooks figures release clean
+.PHONY: install test browser bubblewrap proxy demo report lab notebooks figures release student-bundle clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,13 +42,38 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-test: install browser bubblewrap  ## the whole suite: unit tests, grading pipeline, browser test, nbval over lessons and solutions
+test: install browser bubblewrap proxy postgresql slurm  ## the whole suite: unit tests, grading pipeline, browser test, nbval over lessons and solutions
 	$(BIN)/pytest
 
 browser:  ## Debian's Chromium and a CJK font for the browser test (root + apt-get), unless COURSE_CHROMIUM names one
 	@[ -n "$$COURSE_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-zenhei; } || \
 	  echo "Chromium is not installed: install it (Debian/Ubuntu: apt-get install chromium) for the browser test."
+
+# JupyterHub's proxy (tests/test_jupyterhub.py, deploy/jupyterhub/) comes from npm, into build/node/.
+CHP := build/node/node_modules/.bin/configurable-http-proxy
+proxy:  ## configurable-http-proxy for the JupyterHub test, with npm into build/node (unless on PATH)
+	@command -v configurable-http-proxy >/dev/null 2>&1 || [ -x $(CHP) ] || \
+	  { command -v npm >/dev/null 2>&1 && npm install --silent --no-audit --no-fund --prefix build/node configurable-http-proxy@4; } || \
+	  { echo "configurable-http-proxy is not installed: install Node.js and npm, then: npm install --prefix build/node configurable-http-proxy"; \
+	    echo "未安装 configurable-http-proxy：请安装 Node.js 和 npm，然后运行：npm install --prefix build/node configurable-http-proxy"; }
+
+.PHONY: postgresql slurm
+# apt-get waits for another apt-get (two `make test` side by side) instead of failing on the dpkg lock
+APT := DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600
+
+postgresql:  ## Debian's PostgreSQL server for tests/test_postgres.py (README, "Beyond one machine"; root + apt-get)
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || \
+	  { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && $(APT) update -qq && $(APT) install -y -qq postgresql; } || \
+	  { echo "PostgreSQL is not installed: install it (Debian/Ubuntu: apt-get install postgresql) for tests/test_postgres.py."; \
+	    echo "未安装 PostgreSQL：请安装它（Debian/Ubuntu：apt-get install postgresql），tests/test_postgres.py 需要它。"; }
+
+slurm:  ## Debian's Slurm and MUNGE, for the one-node cluster of tests/test_postgres.py (root + apt-get)
+	@{ command -v slurmctld && command -v slurmd && command -v munged; } >/dev/null 2>&1 || \
+	  { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && $(APT) update -qq && \
+	    $(APT) install -y -qq --no-install-recommends slurm-wlm munge; } || \
+	  { echo "Slurm is not installed: install it (Debian/Ubuntu: apt-get install slurm-wlm munge) for the Slurm test."; \
+	    echo "未安装 Slurm：请安装它（Debian/Ubuntu：apt-get install slurm-wlm munge），Slurm 测试需要它。"; }
 
 bubblewrap:  ## the sandbox of every grading kernel (README, "Threat model"): Debian's bubblewrap (root + apt-get)
 	@command -v bwrap >/dev/null 2>&1 || [ -n "$$COURSE_BWRAP" ] || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
@@ -62,8 +87,12 @@ demo: install bubblewrap  ## grade the bundled demo class of every assignment wi
 report: install  ## what the graders catch, answer by answer, for every assignment
 	for a in $(ASSIGNMENTS); do $(BIN)/course report --root build/demo/$$a --assignment $$a --reuse || exit 1; done
 
-lab: install  ## JupyterLab for students
-	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root)
+# `make lab PORT=8889 IP=0.0.0.0 BROWSER=no`: another port, listen on every interface, open no browser
+PORT ?= 8888
+IP ?= localhost
+lab: install  ## JupyterLab (students; instructors also reach the formgrader from it)
+	$(BIN)/jupyter lab --ServerApp.port=$(PORT) --ServerApp.ip=$(IP) $(if $(filter no 0 false,$(BROWSER)),--no-browser) \
+	  $(if $(filter 0,$(shell id -u)),--allow-root)
 
 notebooks: install  ## re-run lessons and solutions top to bottom, storing their outputs
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.record_timing=False $(LESSONS) $(SOURCES)
@@ -77,6 +106,9 @@ release: install  ## regenerate release/ from source/ with nbgrader (its gradebo
 	for a in $(ASSIGNMENTS); do \
 	  $(BIN)/nbgrader generate_assignment $$a --force --CourseDirectory.db_url=sqlite:///build/release-gradebook.db || exit 1; \
 	done
+
+student-bundle: install  ## what students install, without solutions or hidden tests: build/student-bundle/ and .tar.gz
+	$(BIN)/python -m autograder.bundle build/student-bundle
 
 clean:
 	rm -rf build gradebook.db submitted autograded feedback

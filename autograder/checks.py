@@ -28,6 +28,8 @@ KNOWN_ERRORS = [
     (re.compile(r"Expected all tensors to be on the same device|is not on the expected device"), "device_mismatch"),
     (re.compile(r"Attempting to deserialize object on a CUDA device"), "cuda_checkpoint"),
     (re.compile(r"Can't call numpy\(\) on Tensor that requires grad"), "numpy_requires_grad"),
+    (re.compile(r"unsupported ScalarType BFloat16"), "numpy_bfloat16"),
+    (re.compile(r"_scale is None"), "amp_scale_not_used"),  # GradScaler.unscale_/step before any scale()
 ]
 
 
@@ -259,6 +261,22 @@ def assert_buffer(module, name, what, persistent):
         _fail("persistent_buffer", what=what, name=name)
 
 
+def assert_fixed_tensor(module, name, what):
+    """`module.<name>` is a tensor that is neither saved in `state_dict()` nor trained, by any mechanism.
+
+    Where it lives after `.to()` is for `assert_module_on`: a registered non-persistent buffer and a plain
+    attribute that the module converts itself (an overridden `_apply`) are both right.
+    """
+    __tracebackhide__ = True
+    value = getattr(module, name, None)
+    if not isinstance(value, torch.Tensor):
+        _fail("missing_tensor_attribute", what=what, name=name, found=_name(value))
+    if value.requires_grad:
+        _fail("trained_tensor", what=what, name=name)
+    if name in module.state_dict():
+        _fail("persistent_buffer", what=what, name=name)
+
+
 def assert_none(obj, what, hint):
     __tracebackhide__ = True
     if obj is not None:
@@ -311,6 +329,68 @@ def assert_gradients(model, expected: Mapping, what, atol=1e-6):
             _fail("stale_gradients", what=what, diff=f"{diff:.3g}", name=name)
 
 
+def _clipped(grads: Mapping, max_norm):
+    """What `clip_grad_norm_` makes of `grads` (name → tensor): scaled down together to a total norm of `max_norm`."""
+    total = torch.stack([g.detach().cpu().double().norm() for g in grads.values()]).norm()
+    coef = min(1.0, max_norm / (total.item() + 1e-6))
+    return {name: g.detach().cpu().double() * coef for name, g in grads.items()}
+
+
+def assert_amp_gradients(model, raw: Mapping, scale, max_norm, what, atol=1e-5):
+    """Each `.grad` is this batch's gradient `raw` (name → tensor, unscaled), clipped to `max_norm` after unscaling.
+
+    A mismatch names the classic mistake when the gradients match it: clipping while still scaled (before
+    `unscale_`, or with no `unscale_` at all), backward on the unscaled loss, no clipping; else stale gradients.
+    """
+    __tracebackhide__ = True
+    found = {}
+    for name, param in model.named_parameters():
+        if param.grad is None:
+            _fail("missing_gradient", what=what, name=name)
+        found[name] = param.grad.detach().cpu().double()
+
+    def largest(expected):
+        return max((found[n] - expected[n]).abs().max().item() for n in found)
+
+    expected = _clipped(raw, max_norm)
+    diff = largest(expected)
+    if diff <= atol:
+        return
+    name = max(found, key=lambda n: (found[n] - expected[n]).abs().max().item())
+    clipped_scaled = {n: g / scale for n, g in _clipped({n: g * scale for n, g in raw.items()}, max_norm).items()}
+    if largest(clipped_scaled) <= atol:
+        ratio = expected[name].abs().max().item() / max(found[name].abs().max().item(), 1e-30)
+        _fail("amp_clipped_scaled", what=what, name=name, ratio=f"{ratio:.3g}")
+    if scale != 1 and largest({n: g.detach().cpu().double() / scale for n, g in raw.items()}) <= atol / scale:
+        _fail("amp_unscaled_backward", what=what, scale=f"{scale:g}")
+    if largest({n: g.detach().cpu().double() for n, g in raw.items()}) <= atol:
+        _fail("amp_not_clipped", what=what, name=name, diff=f"{diff:.3g}")
+    _fail("stale_gradients", what=what, diff=f"{diff:.3g}", name=name)
+
+
+def assert_outside_autocast(autocast_in_backward, what):
+    """`autocast_in_backward`: whether autocast was on while the backward pass ran (recorded by a hook)."""
+    __tracebackhide__ = True
+    if autocast_in_backward:
+        _fail("amp_backward_in_autocast", what=what)
+
+
+def assert_scale(scaler, expected, what):
+    """The `GradScaler`'s scale after the step: grown after a finite step, halved after an overflow."""
+    __tracebackhide__ = True
+    found = scaler.get_scale()
+    if found != expected:
+        _fail("amp_scale_not_updated", what=what, expected=f"{expected:g}", found=f"{found:g}")
+
+
+def assert_step_skipped(before: Mapping, model, what):
+    """After a non-finite gradient, every parameter equals the snapshot `before` (name → tensor)."""
+    __tracebackhide__ = True
+    for name, param in model.named_parameters():
+        if not torch.equal(param.detach().cpu(), before[name].cpu()):
+            _fail("amp_nonfinite_step", what=what, name=name)
+
+
 def assert_state_unchanged(model, before: Mapping, what, hint):
     """`model.state_dict()` has the entries of the snapshot `before`, each with its dtype and values."""
     __tracebackhide__ = True
@@ -348,7 +428,8 @@ def assert_ndarray(array, tensor, what):
 
     if not isinstance(array, numpy.ndarray):
         _fail("not_numpy", what=what, found=_name(array))
-    expected = tensor.detach().cpu().numpy()
+    expected = tensor.detach().cpu()
+    expected = (expected.float() if expected.dtype == torch.bfloat16 else expected).numpy()  # NumPy has no bfloat16
     if array.dtype != expected.dtype:
         _fail("numpy_dtype", what=what, expected=expected.dtype, found=array.dtype)
     if array.shape != expected.shape:
@@ -356,3 +437,215 @@ def assert_ndarray(array, tensor, what):
     if not numpy.array_equal(array, expected):
         diff = numpy.abs(array.astype("float64") - expected.astype("float64")).max()
         _fail("wrong_values", what=what, diff=f"{diff:.3g}")
+
+
+# ------------------------------------------------------------------ a4_several_devices
+# Checks of assignment a4: the audit of a model and its batch, checkpoints across ranks, each rank's shard.
+
+KNOWN_ERRORS.append((re.compile(r"Default process group has not been initialized"), "no_process_group"))
+
+
+def _batch_tensors(batch, name="batch"):
+    """(name, tensor) of every tensor in a nested batch, named by the indexing that reaches it."""
+    if isinstance(batch, torch.Tensor):
+        yield name, batch
+    elif isinstance(batch, Mapping):
+        for key, value in batch.items():
+            yield from _batch_tensors(value, f"{name}[{key!r}]")
+    elif isinstance(batch, (list, tuple)):
+        for index, value in enumerate(batch):
+            yield from _batch_tensors(value, f"{name}[{index}]")
+
+
+def _audit_hint(model, batch, name):
+    """The hint for a name the audit missed (or reported wrongly): what kind of tensor it is."""
+    tensors = dict(_batch_tensors(batch))
+    buffers = dict(model.named_buffers())
+    tensors.update(dict(model.named_parameters()), **buffers)
+    for prefix, module in model.named_modules():
+        for attribute, value in vars(module).items():
+            if isinstance(value, torch.Tensor):
+                tensors[f"{prefix}.{attribute}" if prefix else attribute] = value
+    if name not in tensors:
+        return None, "audit_hint_names"
+    tensor = tensors[name]
+    if name.startswith("batch"):
+        hint = "audit_hint_batch"
+    elif name in buffers and name not in model.state_dict():
+        hint = "audit_hint_buffer"
+    elif name not in buffers and name not in dict(model.named_parameters()):
+        hint = "audit_hint_attribute"
+    else:
+        hint = "audit_hint_rule"
+    if not tensor.is_floating_point():
+        hint = "audit_hint_integer"
+    return tensor, hint
+
+
+def assert_audit(found, expected, model, batch, what):
+    """`found` holds exactly the names `expected` (any order, each once); a missed or extra name is
+    diagnosed by the kind of tensor it names: non-persistent buffer, plain attribute, nested batch, integer."""
+    __tracebackhide__ = True
+    if not isinstance(found, list) or not all(isinstance(name, str) for name in found):
+        _fail("audit_not_names", what=what, found=repr(found)[:120])
+    repeated = [name for name in found if found.count(name) > 1]
+    if repeated:
+        _fail("audit_twice", what=what, name=repeated[0])
+    for name in found:
+        if name not in expected:
+            _, hint = _audit_hint(model, batch, name)
+            _fail("audit_extra", what=what, name=name, hint=text(hint if hint == "audit_hint_integer" else "audit_hint_names"))
+    model_device = _device_of(next(model.parameters()))
+    for name in expected:
+        if name not in found:
+            tensor, hint = _audit_hint(model, batch, name)
+            if hint == "audit_hint_integer" or _device_of(tensor) == model_device:
+                hint = "audit_hint_rule"  # missed for its dtype, or an integer tensor missed for its device
+            _fail("audit_missed", what=what, name=name, device=_device_of(tensor), dtype=_dtype_of(tensor),
+                  hint=text(hint))
+
+
+def assert_stripped(result, original, before, what):
+    """`result` is a new dict: `before` (the items of `original` before the call) with a leading `module.`
+    removed from each key, same order, the very same tensors; `original` itself left as it was."""
+    __tracebackhide__ = True
+    if not isinstance(result, Mapping):
+        _fail("not_a_state_dict", what=what, found=_name(result))
+    if result is original:
+        _fail("state_dict_same_object", what=what)
+    if list(original) != [key for key, _ in before] or any(original[k] is not v for k, v in before):
+        _fail("state_dict_input_changed", what=what)
+    expected = [key.removeprefix("module.") for key, _ in before]
+    if sorted(result) == sorted(expected) and list(result) != expected:
+        _fail("wrong_order", what=what, expected=expected, found=list(result))
+    for (key, value), want in zip(before, expected):
+        if want not in result:
+            found = next((k for k in result if k not in expected), text("kind_missing"))
+            _fail("prefix_key", what=what, name=key, expected=want, found=found)
+        if result[want] is not value:
+            _fail("value_touched", what=what, name=want)
+    if len(result) != len(expected):
+        extra = next(k for k in result if k not in expected)
+        _fail("prefix_key", what=what, name=extra, expected=text("kind_missing"), found=extra)
+
+
+def restored_locations(path, map_location):
+    """Where `torch.load(path, map_location=map_location)` would put each storage, without a GPU: the
+    location strings PyTorch's restore step receives, in order; every storage itself stays on the CPU."""
+    import torch.serialization
+    from unittest import mock
+
+    locations = []
+
+    def record(storage, location):
+        locations.append(location)
+        return storage
+
+    with mock.patch.object(torch.serialization, "default_restore_location", record):
+        torch.load(path, map_location=map_location, weights_only=True)
+    return locations
+
+
+def assert_map_location(map_location, rank, world_size, folder, what):
+    """A dict that sends tensors saved from each of "cuda:0" … "cuda:<world_size-1>" to "cuda:<rank>",
+    and leaves tensors saved from the CPU on the CPU: checked by loading checkpoints saved as if from there."""
+    __tracebackhide__ = True
+    import pathlib
+    import torch.serialization
+    from unittest import mock
+
+    if not isinstance(map_location, dict):
+        _fail("map_not_dict", what=what, found=f"{_name(map_location)} {map_location!r}")
+    for saved in [f"cuda:{index}" for index in range(world_size)] + ["cpu"]:
+        path = pathlib.Path(folder) / f"saved_from_{saved.replace(':', '_')}.pt"
+        with mock.patch.object(torch.serialization, "location_tag", lambda storage, saved=saved: saved):
+            torch.save({"weight": torch.ones(2)}, path)
+        (found,) = restored_locations(path, map_location)
+        if saved == "cpu" and found != "cpu":
+            _fail("map_moves_cpu", what=what, found=repr(found))
+        if saved != "cpu" and found != f"cuda:{rank}":
+            _fail("map_wrong_target", what=what, saved=repr(saved), found=repr(found), rank=rank, last=world_size - 1)
+
+
+def assert_rank_zero_checkpoint(path, rank, expected, what):
+    """Rank 0 wrote a state dict at `path` with the keys and values of `expected`; other ranks wrote nothing."""
+    __tracebackhide__ = True
+    import os
+
+    if rank != 0:
+        if os.path.exists(path):
+            _fail("saved_on_other_rank", what=what, rank=rank)
+        return
+    if not os.path.exists(path):
+        _fail("not_saved", what=what)
+    try:
+        saved = torch.load(path, weights_only=True)
+    except Exception:  # a pickled module object is refused by weights_only loading
+        saved = torch.load(path, weights_only=False)
+    if not isinstance(saved, Mapping) or not all(isinstance(v, torch.Tensor) for v in saved.values()):
+        _fail("checkpoint_not_state_dict", what=what, found=_name(saved))
+    if set(saved) != set(expected):  # the instructions ask for the state dict, not for its order
+        _fail("checkpoint_keys", what=what, expected=list(expected), found=list(saved))
+    for key, tensor in expected.items():
+        assert_dtype(saved[key], _dtype_of(tensor), f"{what}: {key}")
+        assert_values(saved[key], tensor, f"{what}: {key}")
+
+
+def sampled_indices(sampler, size, what):
+    """The indices a sampler yields, as ints: each an int (or 0-dim integer tensor) indexing `size` samples."""
+    __tracebackhide__ = True
+    import numbers
+
+    indices = call(what, list, sampler)
+    if not all(isinstance(i, numbers.Integral) or isinstance(i, torch.Tensor) and i.ndim == 0
+               and not i.is_floating_point() and not i.is_complex() for i in indices) \
+            or not all(0 <= int(i) < size for i in indices):
+        _fail("not_indices", what=what, last=size - 1, found=repr(indices)[:120])
+    return [int(i) for i in indices]
+
+
+def assert_shards(shards, size, what):
+    """`shards` (rank → list of indices) are disjoint and all of size `size // world_size`."""
+    __tracebackhide__ = True
+    world_size = len(shards)
+    owner = {}
+    for rank, indices in shards.items():
+        indices = sampled_indices(indices, size, f"{what} rank {rank}")
+        if len(indices) != size // world_size:
+            _fail("shard_size", what=what, rank=rank, found=len(indices), expected=size // world_size,
+                  size=size, world_size=world_size)
+        for index in indices:
+            if index in owner:
+                _fail("shard_overlap", what=what, index=index, ranks=f"{owner[index]}, {rank}")
+            owner[index] = rank
+
+
+def assert_epochs_differ(first, second, epochs, rank, what):
+    """Rank `rank`'s shards of two epochs (lists of indices) differ in content or order."""
+    __tracebackhide__ = True
+    if list(first) == list(second):
+        _fail("shard_same_every_epoch", what=what, first=epochs[0], second=epochs[1], rank=rank)
+
+
+def assert_loads_on_rank(path, map_location, rank, world_size, what):
+    """Every storage of the checkpoint at `path` would load onto "cuda:<rank>" with this `map_location`."""
+    __tracebackhide__ = True
+    places = restored_locations(path, map_location)
+    wrong = [place for place in places if place != f"cuda:{rank}"]
+    if wrong:
+        _fail("map_wrong_target", what=what, saved=text("saved_checkpoint"), found=repr(wrong[0]), rank=rank,
+              last=world_size - 1)
+
+
+def assert_same_shard(first, second, rank, what):
+    """Two calls with the same arguments gave rank `rank` the same indices in the same order."""
+    __tracebackhide__ = True
+    if list(first) != list(second):
+        _fail("shard_not_repeatable", what=what, rank=rank)
+
+
+def assert_seeds_differ(first, second, seeds, what):
+    """The shards drawn with two different seeds differ."""
+    __tracebackhide__ = True
+    if list(first) == list(second):
+        _fail("shard_ignores_seed", what=what, first=seeds[0], second=seeds[1])

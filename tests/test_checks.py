@@ -548,6 +548,118 @@ def test_gradients_tolerate_only_atol():
     checks.assert_gradients(model, grads, "m", atol=0.5)  # atol is inclusive
 
 
+class MaskKeptByHand(nn.Module):
+    """A plain-attribute mask that the module converts itself: as right as a non-persistent buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.mask = torch.ones(2)
+
+    def _apply(self, fn, *args, **kwargs):
+        super()._apply(fn, *args, **kwargs)
+        self.mask = fn(self.mask)
+        return self
+
+
+def test_fixed_tensor_accepts_any_mechanism_that_is_neither_saved_nor_trained():
+    layer = nn.Linear(2, 2)
+    layer.register_buffer("kept", torch.ones(2), persistent=False)
+    layer.plain = torch.ones(2)
+    for module, name in [(layer, "kept"), (layer, "plain"), (MaskKeptByHand().to("meta"), "mask")]:
+        checks.assert_fixed_tensor(module, name, "m")
+    layer.register_buffer("saved", torch.ones(2))
+    layer.frozen = nn.Parameter(torch.ones(2), requires_grad=False)
+    layer.learnt = nn.Parameter(torch.ones(2))
+    for name in ["saved", "frozen"]:
+        fails_showing("persistent_buffer", dict(what="m", name=name), checks.assert_fixed_tensor, layer, name, "m")
+    fails_showing("trained_tensor", dict(what="m", name="learnt"), checks.assert_fixed_tensor, layer, "learnt", "m")
+    layer.listed = [1.0, 0.0]
+    for name, found in [("absent", "NoneType"), ("listed", "list")]:
+        fails_showing("missing_tensor_attribute", dict(what="m", name=name, found=found),
+                      checks.assert_fixed_tensor, layer, name, "m")
+
+
+def with_gradients(grads):
+    """A Linear(2, 1) whose `.grad`s are `grads` (name → tensor)."""
+    model = nn.Linear(2, 1)
+    for name, param in model.named_parameters():
+        param.grad = grads[name].clone()
+    return model
+
+
+RAW = {"weight": torch.tensor([[3.0, 4.0]]), "bias": torch.tensor([0.0])}  # total norm 5
+
+
+@pytest.mark.parametrize("max_norm", [2.5, 50.0], ids=["clipping", "no clipping"])
+def test_amp_gradients_name_each_scaler_mistake(max_norm):
+    scale, coef = 1024.0, min(1.0, max_norm / 5)
+    right = {n: g * coef for n, g in RAW.items()}
+    checks.assert_amp_gradients(with_gradients(right), RAW, scale, max_norm, "s")
+    scaled_coef = max_norm / (5 * scale)  # the scaled norm, 5120, is always above max_norm
+    clipped_scaled = {n: g * scaled_coef for n, g in RAW.items()}
+    shown = fails_with("amp_clipped_scaled", checks.assert_amp_gradients, with_gradients(clipped_scaled), RAW, scale,
+                       max_norm, "s")
+    assert f"{coef / scaled_coef:.3g}" in shown
+    fails_showing("amp_unscaled_backward", dict(what="s", scale="1024"), checks.assert_amp_gradients,
+                  with_gradients({n: g / scale for n, g in RAW.items()}), RAW, scale, max_norm, "s")
+    stale = {n: g + 100 / scale for n, g in right.items()}
+    fails_showing("stale_gradients", dict(what="s", diff=f"{100 / scale:.3g}", name="weight"),
+                  checks.assert_amp_gradients, with_gradients(stale), RAW, scale, max_norm, "s")
+
+
+def test_amp_gradients_name_a_missing_clip_and_a_missing_gradient():
+    fails_showing("amp_not_clipped", dict(what="s", name="weight", diff="2"), checks.assert_amp_gradients,
+                  with_gradients(RAW), RAW, 1024.0, 2.5, "s")
+    model = with_gradients(RAW)
+    model.bias.grad = None
+    fails_showing("missing_gradient", dict(what="s", name="bias"), checks.assert_amp_gradients, model, RAW, 1.0, 50.0, "s")
+    checks.assert_amp_gradients(with_gradients(RAW), RAW, 1.0, 50.0, "s")  # a disabled scaler: scale 1
+
+
+def test_scale_and_skipped_step_checks():
+    scaler = torch.amp.GradScaler("cpu", init_scale=8.0, growth_interval=1)
+    scaler.scale(torch.ones(()))
+    checks.assert_scale(scaler, 8.0, "s")
+    fails_showing("amp_scale_not_updated", dict(what="s", expected="16", found="8"), checks.assert_scale, scaler, 16.0, "s")
+    model = nn.Linear(2, 1)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    checks.assert_step_skipped(before, model, "s")
+    with torch.no_grad():
+        model.bias.fill_(float("nan"))
+    fails_showing("amp_nonfinite_step", dict(what="s", name="bias"), checks.assert_step_skipped, before, model, "s")
+
+
+@pytest.mark.parametrize("inside", [True, False])
+def test_a_backward_hook_sees_whether_autocast_is_still_on(inside):
+    """The graders' probe relies on this: a tensor hook runs with the autocast state of the backward call."""
+    seen = []
+    x = torch.ones(2, requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = x * 2
+        y.register_hook(lambda grad: seen.append(torch.is_autocast_enabled("cpu")))
+        if inside:
+            y.sum().backward()
+    if not inside:
+        y.sum().backward()
+    assert seen == [inside]
+    if inside:
+        fails_showing("amp_backward_in_autocast", dict(what="s"), checks.assert_outside_autocast, seen[0], "s")
+    else:
+        checks.assert_outside_autocast(seen[0], "s")
+
+
+def test_scaler_and_bfloat16_errors_are_explained():
+    model = nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.ones(1, 2)).sum().backward()
+    fails_with("amp_scale_not_used", checks.call, "s", torch.amp.GradScaler("cpu").unscale_, optimizer)
+    b = torch.tensor([0.5, 300.0], dtype=torch.bfloat16)
+    fails_with("numpy_bfloat16", checks.call, "a", b.numpy)
+    checks.assert_ndarray(b.float().numpy(), b, "a")  # NumPy has no bfloat16: float32 holds its values exactly
+    fails_showing("numpy_dtype", dict(what="a", expected=b.float().numpy().dtype, found=b.double().numpy().dtype),
+                  checks.assert_ndarray, b.double().numpy(), b, "a")
+
+
 def test_is_accepts_only_the_very_same_object():
     model = nn.Linear(2, 2)
     checks.assert_is(model, model, "f(model)", "same_object_hint_module")
@@ -592,3 +704,164 @@ def test_a_tensor_subclass_faking_its_device_is_not_accepted():
 def test_a_patched_tensor_device_does_not_fool_the_checks(monkeypatch):
     monkeypatch.setattr(torch.Tensor, "device", property(lambda self: torch.device("meta")))
     fails_with("wrong_device", checks.assert_device, torch.ones(2), "meta", "x")
+
+
+# ------------------------------------------------------------------ a4_several_devices
+
+
+class Audited(nn.Module):
+    """Every kind of tensor an audit must see: parameters, buffers (one non-persistent), a plain attribute."""
+
+    def __init__(self, device, other):
+        super().__init__()
+        self.fc = nn.Linear(2, 2, device=device)
+        self.bn = nn.BatchNorm1d(2, device=device)
+        self.register_buffer("scale", torch.ones(2, device=other), persistent=False)
+        self.bn.mean = torch.zeros(2, device=other)
+
+
+def audited(device):
+    other = torch.device("meta" if device.type != "meta" else "cpu")
+    model = Audited(device, other)
+    batch = {"x": [torch.ones(2, device=device, dtype=torch.float64), (torch.ones(2, device=other), "tag")],
+             "y": torch.zeros(2, dtype=torch.long, device=device)}
+    return model, batch, ["scale", "bn.mean", "batch['x'][0]", "batch['x'][1][0]"]
+
+
+def test_audit_passes_the_exact_names_in_any_order(device):
+    model, batch, expected = audited(device)
+    checks.assert_audit(list(reversed(expected)), expected, model, batch, "audit()")
+    checks.assert_audit([], [], model, batch, "audit()")
+
+
+@pytest.mark.parametrize("missed, hint", [("scale", "audit_hint_buffer"), ("bn.mean", "audit_hint_attribute"),
+                                          ("batch['x'][1][0]", "audit_hint_batch"),
+                                          ("batch['x'][0]", "audit_hint_rule")])  # right device, wrong dtype
+def test_audit_names_each_missed_tensor_by_its_kind(device, missed, hint):
+    model, batch, expected = audited(device)
+    tensor = {"scale": model.scale, "bn.mean": model.bn.mean, "batch['x'][1][0]": batch["x"][1][0],
+              "batch['x'][0]": batch["x"][0]}[missed]
+    found = [name for name in expected if name != missed]
+    fails_showing("audit_missed", dict(what="audit()", name=missed, device=tensor.device, dtype=tensor.dtype,
+                                       hint=text(hint)),
+                  checks.assert_audit, found, expected, model, batch, "audit()")
+
+
+def test_audit_names_extra_duplicate_and_malformed_reports(device):
+    model, batch, expected = audited(device)
+    fails_showing("audit_extra", dict(what="audit()", name="batch['y']", hint=text("audit_hint_integer")),
+                  checks.assert_audit, expected + ["batch['y']"], expected, model, batch, "audit()")
+    fails_showing("audit_extra", dict(what="audit()", name="batch.y", hint=text("audit_hint_names")),
+                  checks.assert_audit, expected + ["batch.y"], expected, model, batch, "audit()")
+    fails_showing("audit_extra", dict(what="audit()", name="fc.weight", hint=text("audit_hint_names")),
+                  checks.assert_audit, expected + ["fc.weight"], expected, model, batch, "audit()")
+    fails_showing("audit_twice", dict(what="audit()", name="scale"),
+                  checks.assert_audit, expected + ["scale"], expected, model, batch, "audit()")
+    fails_with("audit_not_names", checks.assert_audit, set(expected), expected, model, batch, "audit()")
+    fails_with("audit_not_names", checks.assert_audit, [model.scale], expected, model, batch, "audit()")
+
+
+def test_stripped_state_dict_must_be_new_ordered_and_hold_the_same_tensors(device):
+    state = OrderedDict([("module.z", torch.ones(1, device=device)), ("module.sub.module.w", torch.ones(1)),
+                         ("module.mlp.b", torch.zeros(1))])
+    before = list(state.items())
+    good = {"z": state["module.z"], "sub.module.w": state["module.sub.module.w"], "mlp.b": state["module.mlp.b"]}
+    checks.assert_stripped(good, state, before, "strip()")
+    checks.assert_stripped(OrderedDict(good), state, before, "strip()")
+    fails_showing("not_a_state_dict", dict(what="strip()", found="list"),
+                  checks.assert_stripped, list(good), state, before, "strip()")
+    fails_showing("state_dict_same_object", dict(what="strip()"), checks.assert_stripped, state, state, before, "strip()")
+    fails_showing("wrong_order", dict(what="strip()", expected=list(good), found=sorted(good)),
+                  checks.assert_stripped, {k: good[k] for k in sorted(good)}, state, before, "strip()")
+    fails_showing("prefix_key", dict(what="strip()", name="module.sub.module.w", expected="sub.module.w", found="sub.w"),
+                  checks.assert_stripped, {"z": good["z"], "sub.w": good["sub.module.w"], "mlp.b": good["mlp.b"]},
+                  state, before, "strip()")
+    fails_showing("value_touched", dict(what="strip()", name="z"),
+                  checks.assert_stripped, {**good, "z": good["z"].clone()}, state, before, "strip()")
+    fails_showing("prefix_key", dict(what="strip()", name="extra", expected=text("kind_missing"), found="extra"),
+                  checks.assert_stripped, {**good, "extra": good["z"]}, state, before, "strip()")
+    changed = OrderedDict(state)
+    changed["module.z"] = torch.ones(1)  # the original edited: another tensor under the same key
+    fails_with("state_dict_input_changed", checks.assert_stripped, good, changed, before, "strip()")
+
+
+def test_restored_locations_reads_where_each_storage_would_go_without_a_gpu(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    save_as_if_from_cuda({"w": torch.ones(2), "b": torch.zeros(1)}, path)
+    assert checks.restored_locations(path, None) == ["cuda:0", "cuda:0"]
+    assert checks.restored_locations(path, {"cuda:0": "cuda:3"}) == ["cuda:3", "cuda:3"]
+    assert checks.restored_locations(path, "cpu") == ["cpu", "cpu"]
+
+
+def test_map_location_sends_every_gpu_of_the_job_to_the_rank_and_keeps_the_cpu(tmp_path):
+    good = {"cuda:0": "cuda:2", "cuda:1": "cuda:2", "cuda:2": "cuda:2", "cuda:3": "cuda:2"}
+    checks.assert_map_location(good, 2, 4, tmp_path, "m")
+    fails_showing("map_not_dict", dict(what="m", found="str 'cuda:2'"),
+                  checks.assert_map_location, "cuda:2", 2, 4, tmp_path, "m")
+    fails_showing("map_wrong_target", dict(what="m", saved="'cuda:1'", found="'cuda:1'", rank=2, last=3),
+                  checks.assert_map_location, {"cuda:0": "cuda:2"}, 2, 4, tmp_path, "m")
+    fails_showing("map_wrong_target", dict(what="m", saved="'cuda:0'", found=repr(torch.device("cuda", 2)), rank=2, last=3),
+                  checks.assert_map_location, dict.fromkeys(good, torch.device("cuda", 2)), 2, 4, tmp_path, "m")
+    fails_showing("map_moves_cpu", dict(what="m", found="'cuda:2'"),
+                  checks.assert_map_location, {**good, "cpu": "cuda:2"}, 2, 4, tmp_path, "m")
+
+
+def test_rank_zero_checkpoint_holds_the_plain_state_dict_and_only_rank_zero_writes(tmp_path, device):
+    model = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)).to(device)
+    state = model.state_dict()
+    path = tmp_path / "ckpt.pt"
+    checks.assert_rank_zero_checkpoint(path, 1, state, "save(rank=1)")  # nothing written: right for rank 1
+    fails_showing("not_saved", dict(what="save(rank=0)"), checks.assert_rank_zero_checkpoint, path, 0, state, "save(rank=0)")
+    torch.save(state, path)
+    checks.assert_rank_zero_checkpoint(path, 0, state, "save(rank=0)")
+    torch.save(OrderedDict(reversed(state.items())), path)  # the instructions ask for no order
+    checks.assert_rank_zero_checkpoint(path, 0, state, "save(rank=0)")
+    fails_showing("saved_on_other_rank", dict(what="save(rank=1)", rank=1),
+                  checks.assert_rank_zero_checkpoint, path, 1, state, "save(rank=1)")
+    torch.save(OrderedDict((f"module.{k}", v) for k, v in state.items()), path)
+    fails_showing("checkpoint_keys", dict(what="save(rank=0)", expected=list(state), found=[f"module.{k}" for k in state]),
+                  checks.assert_rank_zero_checkpoint, path, 0, state, "save(rank=0)")
+    torch.save(model, path)
+    fails_showing("checkpoint_not_state_dict", dict(what="save(rank=0)", found="Sequential"),
+                  checks.assert_rank_zero_checkpoint, path, 0, state, "save(rank=0)")
+    if has_data(device):
+        torch.save({k: v + 1 if v.is_floating_point() else v for k, v in state.items()}, path)
+        fails_with("wrong_values", checks.assert_rank_zero_checkpoint, path, 0, state, "save(rank=0)")
+
+
+def test_shards_must_be_disjoint_equal_and_indices():
+    checks.assert_shards({0: [3, 0], 1: [1, 4]}, 5, "s")  # sample 2 dropped
+    fails_showing("shard_overlap", dict(what="s", index=0, ranks="0, 1"),
+                  checks.assert_shards, {0: [3, 0], 1: [0, 4]}, 5, "s")
+    fails_showing("shard_size", dict(what="s", rank=0, found=3, expected=2, size=5, world_size=2),
+                  checks.assert_shards, {0: [3, 0, 2], 1: [1, 4, 3]}, 5, "s")
+    fails_showing("not_indices", dict(what="s rank 1", last=4, found="[1, 5]"),
+                  checks.assert_shards, {0: [3, 0], 1: [1, 5]}, 5, "s")
+    fails_with("not_indices", checks.assert_shards, {0: [3.0, 0.0]}, 5, "s")
+    checks.assert_shards({0: [torch.tensor(1), 2, 0]}, 3, "s")  # a 0-dim integer tensor is an index too
+    fails_with("not_indices", checks.assert_shards, {0: [torch.tensor(1.0), 2, 0]}, 3, "s")
+    checks.assert_epochs_differ([0, 1], [1, 0], (0, 1), 0, "s")
+    fails_showing("shard_same_every_epoch", dict(what="s", first=0, second=1, rank=0),
+                  checks.assert_epochs_differ, [0, 1], [0, 1], (0, 1), 0, "s")
+
+
+def test_a_sampler_without_a_process_group_is_diagnosed():
+    from torch.utils.data import DistributedSampler
+
+    fails_with("no_process_group", checks.call, "make_sampler()", DistributedSampler, range(4))
+
+
+def test_loads_on_rank_names_the_first_storage_left_elsewhere(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    save_as_if_from_cuda({"w": torch.ones(2)}, path)
+    checks.assert_loads_on_rank(path, {"cuda:0": "cuda:1"}, 1, 2, "m")
+    fails_showing("map_wrong_target", dict(what="m", saved=text("saved_checkpoint"), found="'cuda:0'", rank=1, last=1),
+                  checks.assert_loads_on_rank, path, {}, 1, 2, "m")
+
+
+def test_a_shard_must_repeat_for_the_same_arguments_and_change_with_the_seed():
+    checks.assert_same_shard([2, 0], [2, 0], 1, "s")
+    fails_showing("shard_not_repeatable", dict(what="s", rank=1), checks.assert_same_shard, [2, 0], [0, 2], 1, "s")
+    checks.assert_seeds_differ([2, 0], [0, 2], (0, 5), "s")
+    fails_showing("shard_ignores_seed", dict(what="s", first=0, second=5),
+                  checks.assert_seeds_differ, [2, 0], [2, 0], (0, 5), "s")
