@@ -128,6 +128,17 @@ def assert_values(t, expected, what, atol=0.0):
         _fail("wrong_values", what=what, diff=f"{largest:.3g}")
 
 
+def assert_random(t, what):
+    """Not one value repeated everywhere (the text asks for random values); skipped where there is no data."""
+    __tracebackhide__ = True
+    assert_tensor(t, what)
+    if not has_data(_device_of(t)) or t.numel() < 2:
+        return
+    values = t.detach().flatten()
+    if bool((values == values[0]).all()):
+        _fail("not_random", what=what, value=f"{values[0].item():g}")
+
+
 def assert_is(obj, expected, what, hint):
     __tracebackhide__ = True
     if obj is not expected:

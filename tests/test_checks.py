@@ -74,7 +74,7 @@ def test_an_imitation_is_not_a_tensor():
 TENSOR_HELPERS = [  # each helper that takes a tensor first, with the arguments that follow it
     (checks.assert_device, ("cpu",)), (checks.assert_dtype, (torch.float32,)), (checks.assert_shape, ((2,),)),
     (checks.assert_values, (torch.ones(2),)), (checks.assert_requires_grad, ()), (checks.assert_leaf, ()),
-    (checks.assert_grad_connected, (torch.ones(2),)), (checks.assert_detached, ()),
+    (checks.assert_grad_connected, (torch.ones(2),)), (checks.assert_detached, ()), (checks.assert_random, ()),
 ]
 
 
@@ -128,6 +128,15 @@ def test_values_are_compared_where_they_exist():
                   checks.assert_values, torch.tensor([1.0, 2.5]), torch.tensor([1.0, 2.0]), "x")
     checks.assert_values(torch.tensor([1.0, 2.5]), torch.tensor([1.0, 2.0]), "x", atol=0.5)  # atol is inclusive
     checks.assert_values(torch.ones(0), torch.ones(0), "x")  # nothing to compare is no difference
+
+
+def test_random_values_are_told_from_a_constant_fill():
+    checks.assert_random(torch.randn(8), "w")
+    checks.assert_random(torch.tensor([0.0, 0.0, 1.0]), "w")  # one value differs: not a constant fill
+    fails_showing("not_random", dict(what="w", value="0"), checks.assert_random, torch.zeros(3, 2), "w")
+    fails_showing("not_random", dict(what="w", value="1.5"), checks.assert_random, torch.full((4,), 1.5), "w")
+    checks.assert_random(torch.zeros(3, device="meta"), "w")  # no values to judge
+    checks.assert_random(torch.zeros(1), "w")  # a single value cannot show a fill
     fails_with("wrong_values", checks.assert_values, torch.tensor([float("nan")]), torch.tensor([1.0]), "x")
     checks.assert_values(torch.ones(2, device="meta"), torch.zeros(2), "x")  # no data on meta: shape only
     fails_showing("wrong_shape", dict(what="x", expected=(2,), found=(3,)),
