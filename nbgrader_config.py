@@ -3,6 +3,20 @@ c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)
 
 c.CourseDirectory.course_id = "torch-to"
 
+# With a roster (roster.csv beside this file, registered by `course setup`), autograde refuses
+# submissions from anyone not on it instead of silently adding them as new students.
+import os  # noqa: E402
+
+ROSTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "roster.csv")
+if os.path.exists(ROSTER):
+    c.Autograde.create_student = False
+
+# A shared gradebook for grading on a cluster (README, "Beyond one machine"): every nbgrader command and
+# `course grade` use the database COURSE_DB_URL names, e.g. postgresql+psycopg://grader:PASSWORD@db/gradebook.
+# Grading kernels never see it (the sandbox passes them a clean environment). Unset: gradebook.db here.
+if os.environ.get("COURSE_DB_URL"):
+    c.CourseDirectory.db_url = os.environ["COURSE_DB_URL"]
+
 # What students see where a solution was: both languages.
 c.ClearSolutions.code_stub = {
     "python": "# YOUR CODE HERE / 在此处编写代码\nraise NotImplementedError()",
@@ -17,11 +31,27 @@ c.Execute.interrupt_on_timeout = True
 c.OverwriteCells.add_missing_cells = True
 
 # Feedback shows every test's result and diagnostic, never the hidden tests' code (nbgrader issue 917).
+# No feedback while written answers wait for the formgrader (they would show 0); long diagnostics
+# wrap; the page loads nothing from a CDN (its template leaves MathJax out, see autograder/templates).
 c.GenerateFeedback.preprocessors = [
+    "autograder.feedback.RequireHandGrading",
     "autograder.feedback.HideHiddenTests",
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "autograder.feedback.WrapDiagnostics",
 ]
+from autograder.feedback import TEMPLATE, TEMPLATE_BASEDIRS  # noqa: E402
+
+# (configured on a subclass: HTMLExporter itself also renders the formgrader's own pages)
+c.GenerateFeedback.exporter_class = "autograder.feedback.FeedbackExporter"
+c.FeedbackExporter.template_name = TEMPLATE
+c.FeedbackExporter.extra_template_basedirs = TEMPLATE_BASEDIRS
+# `nbgrader export` warns about every submission whose written answers are not graded yet.
+c.ExportApp.plugin_class = "autograder.feedback.CsvExportWarningUngraded"
+
+# `nbgrader validate` (and JupyterLab's Validate button) cut every line of a diagnostic at this width,
+# nbgrader's default being 90: the fix at the end of a diagnostic (`x = x.to(device)`) would disappear.
+c.Validator.width = 500
 
 # Untrusted submissions (README, "Threat model"). Every grading kernel runs in its own bubblewrap
 # sandbox (autograder/sandbox.py): it sees and writes only its own grading folder, no network, nothing
@@ -53,6 +83,9 @@ def nbgrader_default(trait):
 
 sanitize = nbgrader_default("sanitize_preprocessors")
 sanitize.insert(sanitize.index(OverwriteCells), "autograder.grading.ForgetUnknownCells")
+# OverwriteCells that does not warn about test cells left as released (their hidden tests make the
+# checksum differ), so that a warning in the log means a test cell was really changed
+sanitize[sanitize.index(OverwriteCells)] = "autograder.grading.OverwriteCellsQuietly"
 c.Autograde.sanitize_preprocessors = sanitize
 c.Autograde.autograde_preprocessors = [
     "autograder.grading.SafeExecute" if preprocessor is Execute else preprocessor

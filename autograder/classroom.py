@@ -216,7 +216,8 @@ def grade_demo_class(root: Path, assignment: str, progress=print, reuse=False) -
 
         _, log = nbgrader(root, "autograde", assignment, check=False, stream=report_progress)
         (root / "autograde.log").write_text(log, "utf-8")
-        nbgrader(root, "generate_feedback", assignment)
+        # nobody grades the demo's written answers by hand: feedback shows them as 0 (RequireHandGrading)
+        nbgrader(root, "generate_feedback", assignment, "--RequireHandGrading.allow_ungraded=True")
         nbgrader(root, "export")
     graded = scores(root, assignment)
     return GradedClass(root, assignment, students, graded, [s for s in everyone if s not in graded])

@@ -110,15 +110,147 @@ def grade_class(args) -> int:
         shown = text("sandbox_unavailable", reason=sandbox.problem())
         say(shown.en, shown.zh)
         return 2
+    db_url = gradebook_url(root)
+    if not registered(db_url, args.assignment):
+        print(message("not_registered", assignment=args.assignment, gradebook=db_url), flush=True)
+        return 2
+    warn_not_on_roster(root, db_url, args.assignment)
     outcome = grade_in_parallel(Path(args.root), args.assignment, args.jobs, args.student or None,
                                 progress=lambda line: print(line, flush=True),
-                                fork_server=not args.no_fork_server)
+                                fork_server=not args.no_fork_server, shard=args.shard)
     say(f"Graded {len(outcome.graded)} submission(s) in {outcome.seconds:.1f} s with {args.jobs} job(s).",
         f"用 {args.jobs} 个并行任务在 {outcome.seconds:.1f} 秒内评完 {len(outcome.graded)} 份提交。")
     for student, error in sorted(outcome.failed.items()):
         error = error if isinstance(error, Bilingual) else Bilingual(error, error)
         say(f"! {student}: not graded: {error.en}", f"! {student}：未评分：{error.zh}")
+    print_hand_grading(db_url, args.assignment)
+    if not outcome.graded and not (args.shard and not outcome.failed):  # a shard may hold no student
+        print(message("nothing_graded", assignment=args.assignment, folder=root.resolve() / "submitted"), flush=True)
+        return 1
     return 0  # a submission nbgrader cannot grade is listed above; it is not a failure of grading
+
+
+def setup(args) -> int:
+    """Register every assignment of release/ in the course's gradebook (and roster.csv, if there is one),
+    with nbgrader's own commands, so that collect, autograde and the formgrader know them. Idempotent."""
+    import subprocess
+
+    from nbgrader.apps import NbGraderAPI
+
+    root = Path(args.root).resolve()
+    api = NbGraderAPI(config=course_config(root))
+    db_url = gradebook_url(root)
+    failed = False
+    for assignment in sorted(p.name for p in (root / "release").iterdir() if (root / "source" / p.name).is_dir()):
+        # generate_assignment is what records an assignment, its notebooks and its test cells (with
+        # the hidden tests OverwriteCells puts back); it rewrites release/ identically from source/
+        result = api.generate_assignment(assignment, force=True)
+        if not result["success"]:
+            print(message("setup_failed", assignment=assignment, log=result.get("error") or result.get("log")))
+            failed = True
+            continue
+        notebooks = len(list((root / "source" / assignment).glob("*.ipynb")))
+        print(message("setup_registered", assignment=assignment, gradebook=db_url, notebooks=notebooks), flush=True)
+    roster = root / "roster.csv"
+    if roster.exists():
+        nbgrader = Path(sys.executable).parent / "nbgrader"
+        done = subprocess.run([str(nbgrader), "db", "student", "import", str(roster)], cwd=root,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            print(done.stdout + done.stderr)
+            return 1
+        with open(roster, encoding="utf-8") as lines:
+            count = sum(1 for line in lines if line.strip()) - 1  # after the header: id,first_name,...
+        print(message("setup_roster", count=count, roster=roster), flush=True)
+    return 1 if failed else 0
+
+
+def status(args) -> int:
+    """Per student: points so far, and what still waits for grading by hand in the formgrader."""
+    root = Path(args.root).resolve()
+    db_url = gradebook_url(root)
+    if not registered(db_url, args.assignment):
+        print(message("not_registered", assignment=args.assignment, gradebook=db_url), flush=True)
+        return 2
+    print_hand_grading(db_url, args.assignment, every_student=True)
+    return 0
+
+
+def course_config(root: Path):
+    """nbgrader_config.py of the course folder, as nbgrader loads it there."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    config.CourseDirectory.root = str(root)
+    return config
+
+
+def gradebook_url(root: Path) -> str:
+    return course_config(root).CourseDirectory.get("db_url") or f"sqlite:///{root.resolve() / 'gradebook.db'}"
+
+
+def registered(db_url: str, assignment: str) -> bool:
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(db_url) as gradebook:
+        try:
+            return bool(gradebook.find_assignment(assignment).notebooks)
+        except MissingEntry:
+            return False
+
+
+def warn_not_on_roster(root: Path, db_url: str, assignment: str):
+    from nbgrader.api import Gradebook
+
+    from .parallel import submitted_students
+
+    if not (root / "roster.csv").exists():
+        return
+    with Gradebook(db_url) as gradebook:
+        known = {student.id for student in gradebook.students}
+    unknown = [s for s in submitted_students(root.resolve(), assignment) if s not in known]
+    if unknown:
+        print(message("not_on_roster", students=", ".join(unknown), assignment=assignment), flush=True)
+
+
+def print_hand_grading(db_url: str, assignment: str, every_student=False):
+    """What nbgrader's gradebook says still needs a person (`needs_manual_grade`), per student."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url) as gradebook:
+        submissions = sorted(gradebook.assignment_submissions(assignment), key=lambda s: s.student_id)
+        waiting = 0
+        for submission in submissions:
+            cells = [g.name for n in submission.notebooks for g in n.grades if g.needs_manual_grade]
+            waiting += bool(cells)
+            fields = dict(student=submission.student_id, score=submission.score, max_score=submission.max_score)
+            if cells:
+                print(message("status_waiting", cells=", ".join(cells), **fields))
+            elif every_student:
+                print(message("status_done", **fields))
+        print(message("status_summary", assignment=assignment, waiting=waiting, total=len(submissions)), flush=True)
+
+
+def shard(given: str) -> tuple[int, int]:
+    """`--shard I/N`: this job grades shard I of N (autograder.parallel.shard_of)."""
+    index, _, count = given.partition("/")
+    if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
+        raise argparse.ArgumentTypeError(message("shard_invalid", given=given))
+    return int(index), int(count)
+
+
+def merge(args) -> int:
+    """Bring the shards' autograded/ folders back into one course folder (README, "Beyond one machine")."""
+    from .parallel import merge as merge_shards
+
+    try:
+        merged = merge_shards(Path(args.root), args.assignment, args.shard_roots)
+    except ValueError as error:
+        print(f"! {error}", flush=True)
+        return 2
+    print(message("merged", students=len(merged), shards=len(args.shard_roots),
+                  folder=Path(args.root).resolve(), assignment=args.assignment), flush=True)
+    return 0
 
 
 def view(args) -> int:
@@ -146,6 +278,14 @@ def main(argv=None) -> int:
         command.add_argument("--root", default=f"build/{name}", help="course folder to create / 要创建的课程目录")
         command.add_argument("--assignment", default="a1_tensor_to", help="assignment to grade / 要评分的作业")
         command.set_defaults(run=run)
+    run_setup = commands.add_parser("setup", help="register every assignment (and roster.csv) in the gradebook / "
+                                                  "把每个作业（以及 roster.csv）登记到成绩册")
+    run_setup.add_argument("--root", default=".", help="course folder / 课程目录")
+    run_setup.set_defaults(run=setup)
+    run_status = commands.add_parser("status", help="what still needs grading by hand / 还有哪些需要人工评分")
+    run_status.add_argument("assignment")
+    run_status.add_argument("--root", default=".", help="course folder / 课程目录")
+    run_status.set_defaults(run=status)
     run_grade = commands.add_parser("grade", help="autograde a class in parallel / 并行自动评分整个班级")
     run_grade.add_argument("assignment")
     run_grade.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
@@ -158,7 +298,18 @@ def main(argv=None) -> int:
     run_grade.add_argument("--no-sandbox", action="store_true",
                            help="run submissions WITHOUT the sandbox, with all your rights (logged) / "
                                 "不使用沙箱运行提交，拥有你的全部权限（会记录在日志中）")
+    run_grade.add_argument("--shard", type=shard, metavar="I/N",
+                           help="only shard I of N: the students whose id hashes to it (one cluster job per "
+                                "shard; README, \"Beyond one machine\") / 只评 N 片中的第 I 片：学生编号的哈希值"
+                                "落在该片的学生（集群上每片一个任务；见 README 的“超出一台机器”）")
     run_grade.set_defaults(run=grade_class)
+    run_merge = commands.add_parser("merge", help="copy the shards' autograded/ folders into one course folder / "
+                                                  "把各片的 autograded/ 目录复制到一个课程目录中")
+    run_merge.add_argument("assignment")
+    run_merge.add_argument("shard_roots", nargs="+", metavar="SHARD_FOLDER",
+                           help="the shards' course folders / 各片的课程目录")
+    run_merge.add_argument("--root", default=".", help="course folder to merge into / 合并到的课程目录")
+    run_merge.set_defaults(run=merge)
     run_view = commands.add_parser("view", help="monolingual copies of notebooks / 生成单语版本的笔记本")
     run_view.add_argument("--lang", required=True, choices=["en", "zh", "zh-hant"])
     run_view.add_argument("--out", default="views", help="folder for the copies / 副本所在目录")

@@ -1,12 +1,30 @@
 """Feedback that shows each test's result and diagnostic, but none of the hidden tests' code.
 
 `nbgrader generate_feedback` renders the autograded notebook, whose test cells hold the hidden tests
-again (nbgrader issue 917), and whose tracebacks quote the lines around the failure. This preprocessor,
+again (nbgrader issue 917), and whose tracebacks quote the lines around the failure. HideHiddenTests,
 listed in `GenerateFeedback.preprocessors` (nbgrader_config.py), removes both from every graded test cell.
+WrapDiagnostics makes long diagnostics wrap; RequireHandGrading keeps feedback from going out while a
+written answer waits for the formgrader; CsvExportWarningUngraded says so at `nbgrader export`.
 """
-from nbgrader.preprocessors import ClearHiddenTests
+import os
+
+import nbgrader
+from nbconvert.exporters import HTMLExporter
+from nbgrader.api import Gradebook
+from nbgrader.plugins import CsvExportPlugin
+from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
-from traitlets import List, Unicode
+from traitlets import Bool, List, Unicode
+
+from .messages import message
+
+# The feedback page's template (nbgrader_config.py): nbgrader's, without MathJax from a CDN. Setting
+# extra_template_basedirs replaces nbgrader's default, so its own template folder is listed too.
+TEMPLATE = "course_feedback"
+TEMPLATE_BASEDIRS = [
+    os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader", "templates"),
+    os.path.join(os.path.dirname(__file__), "templates"),
+]
 
 
 class HideHiddenTests(ClearHiddenTests):
@@ -45,3 +63,68 @@ class HideHiddenTests(ClearHiddenTests):
             elif not hidden:
                 kept.append(line)
         return "\n".join(kept)
+
+
+class FeedbackExporter(HTMLExporter):
+    """The HTML exporter of `nbgrader generate_feedback` (`GenerateFeedback.exporter_class`), so that its
+    template can be configured without changing the formgrader's, which uses HTMLExporter too."""
+
+
+class WrapDiagnostics(NbGraderPreprocessor):
+    """Long lines of outputs wrap instead of running past the right edge of the feedback page.
+
+    A diagnostic is one line per language, ending with the fix (`x = x.to(device)`); nbconvert's page
+    shows outputs in <pre> without wrapping. Runs after CSSHTMLHeaderPreprocessor, which sets the CSS.
+    """
+
+    display_data_priority = List(config=True)  # set by the HTML exporter for every preprocessor
+    css = Unicode(
+        ".output_area pre { white-space: pre-wrap; overflow-wrap: break-word; }",
+        help="CSS added to every feedback page.",
+    ).tag(config=True)
+
+    def preprocess(self, nb, resources):
+        resources.setdefault("inlining", {}).setdefault("css", []).append(self.css)
+        return nb, resources
+
+
+class RequireHandGrading(NbGraderPreprocessor):
+    """No feedback for a submission whose written answers are not graded yet (they would show 0).
+
+    `nbgrader generate_feedback` then writes feedback for every other student, names the ones waiting
+    for the formgrader and exits non-zero. `--RequireHandGrading.allow_ungraded=True` sends the feedback
+    anyway, with a warning in the log.
+    """
+
+    display_data_priority = List(config=True)
+    allow_ungraded = Bool(False, help="Generate feedback even while answers wait for manual grading.").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        waiting = needs_hand_grading(info["db_url"], info["assignment"], info["student"])
+        if waiting:
+            if not self.allow_ungraded:
+                raise RuntimeError(message("feedback_ungraded", student=info["student"], cells=", ".join(waiting)))
+            self.log.warning(message("feedback_shows_ungraded", student=info["student"], cells=", ".join(waiting)))
+        return nb, resources
+
+
+def needs_hand_grading(db_url, assignment, student) -> list[str]:
+    """The grade cells of one submission that wait for a person (nbgrader's `needs_manual_grade`)."""
+    with Gradebook(db_url) as gradebook:
+        submission = gradebook.find_submission(assignment, student)
+        return [grade.name for notebook in submission.notebooks for grade in notebook.grades
+                if grade.needs_manual_grade]
+
+
+class CsvExportWarningUngraded(CsvExportPlugin):
+    """nbgrader's grades.csv, and a warning for every submission still waiting for manual grading
+    (its score counts those answers as 0)."""
+
+    def export(self, gradebook):
+        for assignment in gradebook.assignments:
+            for submission in gradebook.assignment_submissions(assignment.name):
+                if submission.needs_manual_grade:
+                    self.log.warning(message("export_ungraded", assignment=assignment.name,
+                                             student=submission.student_id))
+        super().export(gradebook)

@@ -1,8 +1,8 @@
 """nbgrader preprocessors for grading untrusted submissions (configured in nbgrader_config.py)."""
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
-from nbgrader.api import Gradebook
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor, OverwriteCells
 
 from .messages import message
 from .sandbox import GradingKernelManager
@@ -30,6 +30,40 @@ class ForgetUnknownCells(NbGraderPreprocessor):
                              index, claimed.get("grade_id"))
             del cell.metadata["nbgrader"]
         return cell, resources
+
+
+class OverwriteCellsQuietly(OverwriteCells):
+    """nbgrader's OverwriteCells, except that a test cell the student left as released is no news.
+
+    The gradebook holds the instructor's test cells, hidden tests included, so every released test cell
+    differs from it and OverwriteCells warns "Attribute 'checksum' ... has changed!" five times for an
+    honest submission: a real tamper warning drowns. Here the cell is restored exactly as before; the
+    warning stays for a cell whose text is not the released one (edited, emptied, forged), and an
+    unchanged cell gets one debug line.
+    """
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        self._as_released = self._released_unchanged(cell)
+        return super().preprocess_cell(cell, resources, cell_index)
+
+    def _released_unchanged(self, cell) -> bool:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id is None:
+            return False
+        try:
+            source_cell = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+        except MissingEntry:
+            return False
+        # the released text: what generate_assignment left of the instructor's cell (same delimiters)
+        released = NotebookNode(cell_type=source_cell.cell_type, source=source_cell.source, metadata={})
+        ClearHiddenTests(parent=self)._remove_hidden_test_region(released)
+        return cell.cell_type == source_cell.cell_type and cell.source == released.source
+
+    def report_change(self, name, attr, old, new):
+        if attr == "checksum" and self._as_released:
+            self.log.debug("Cell %s is as released: its hidden tests are put back", name)
+            return
+        super().report_change(name, attr, old, new)
 
 
 class SafeExecute(Execute):

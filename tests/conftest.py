@@ -1,5 +1,11 @@
+import contextlib
+import os
+import shutil
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,3 +52,74 @@ def demo(course, tmp_path_factory):
         return runs[assignment]
 
     return run
+
+
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def chromium() -> str:
+    found = os.environ.get("COURSE_CHROMIUM") or shutil.which("chromium")
+    if not found:
+        message = ("Chromium is missing: `make test` installs Debian's chromium package (apt-get install chromium); "
+                   "set COURSE_SKIP_BROWSER=1 to skip this test on purpose.\n"
+                   "缺少 Chromium：`make test` 会安装 Debian 的 chromium 软件包（apt-get install chromium）；"
+                   "如果有意跳过这个测试，请设置 COURSE_SKIP_BROWSER=1。")
+        if os.environ.get("COURSE_SKIP_BROWSER", "") not in ("", "0"):
+            pytest.skip(message)
+        pytest.fail(message)  # a missing browser never passes silently
+    return found
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium driven by Playwright (no browser download), shared by the browser tests."""
+    from playwright.sync_api import sync_playwright
+
+    executable = chromium()
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    yield context.new_page()
+    context.close()
+
+
+@contextlib.contextmanager
+def jupyter(app: str, root: Path, base: Path, *arguments):
+    """`jupyter lab` or `jupyter server` of this environment on a free loopback port, run in `root` with
+    temporary configuration under `base`; yields its url and token."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = "course-browser-test"
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(base / "config"), "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "jupyter"), app, "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
+         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+         f"--ServerApp.root_dir={root}", *arguments],
+        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    pytest.fail(f"jupyter {app} did not start within 120 s")
+                time.sleep(0.5)
+        yield {"url": url, "token": token}
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()

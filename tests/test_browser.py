@@ -4,25 +4,17 @@ JupyterLab runs from the project environment on a free loopback port with tempor
 Chromium is driven by Playwright (no browser download). Screenshots land in build/test-artifacts/browser/.
 """
 import json
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 import torch
 
 from autograder import classroom
+from conftest import jupyter
 
 ASSIGNMENT = "a1_tensor_to"
 # one folder per PyTorch build: `.ci/run` runs the suite under both builds side by side
 ARTIFACTS = classroom.ROOT / "build" / "test-artifacts" / "browser" / f"{'cuda' if torch.version.cuda else 'cpu'}-build"
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 RIGHT_PICK_DEVICE = '''def pick_device(prefer=None):
     """Right answer typed by the student."""
     if prefer is not None:
@@ -38,25 +30,6 @@ WRONG_TO_DEVICE = '''def to_device(x, device):
     return x'''
 
 
-def chromium() -> str:
-    found = os.environ.get("COURSE_CHROMIUM") or shutil.which("chromium")
-    if not found:
-        message = ("Chromium is missing: `make test` installs Debian's chromium package (apt-get install chromium); "
-                   "set COURSE_SKIP_BROWSER=1 to skip this test on purpose.\n"
-                   "缺少 Chromium：`make test` 会安装 Debian 的 chromium 软件包（apt-get install chromium）；"
-                   "如果有意跳过这个测试，请设置 COURSE_SKIP_BROWSER=1。")
-        if os.environ.get("COURSE_SKIP_BROWSER", "") not in ("", "0"):
-            pytest.skip(message)
-        pytest.fail(message)  # a missing browser never passes silently
-    return found
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """A JupyterLab server on loopback, in a temporary folder holding the student's release notebook."""
@@ -67,47 +40,9 @@ def lab(tmp_path_factory):
     news = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     news.parent.mkdir(parents=True)
     news.write_text(json.dumps({"fetchNews": "false"}))  # no "Would you like news?" pop-up, no network
-    port, token = free_port(), "course-browser-test"
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(base / "config"), "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={work}", f"--LabApp.user_settings_dir={settings}",
-         f"--LabApp.workspaces_dir={base / 'workspaces'}"],
-        cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
-            break
-        except OSError:
-            if time.monotonic() > deadline or server.poll() is not None:
-                server.kill()
-                pytest.fail("JupyterLab did not start within 60 s")
-            time.sleep(0.5)
-    yield {"url": url, "token": token, "settings": settings, "work": work}
-    server.terminate()
-    server.wait(timeout=30)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    executable = chromium()
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    yield context.new_page()
-    context.close()
+    with jupyter("lab", work, base, f"--LabApp.user_settings_dir={settings}",
+                 f"--LabApp.workspaces_dir={base / 'workspaces'}") as server:
+        yield {**server, "settings": settings, "work": work}
 
 
 def open_notebook(page, lab):
