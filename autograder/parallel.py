@@ -11,12 +11,19 @@ instead of failing with "database is locked".
 A worker that dies (killed, out of memory, a crash in nbgrader) costs only the submission it was
 grading: `run_jobs` sees its process end without an answer, reports that student as not graded, starts
 a new worker and finishes the class. (multiprocessing.Pool would lose the task and wait for ever.)
+
+Beyond one machine (README, "Beyond one machine"): `--shard I/N` grades only the students whose id
+hashes to shard I of N, so N cluster jobs, each on its own copy of the course folder and all writing into
+one PostgreSQL gradebook, grade every student exactly once; `merge` brings their autograded/ folders
+back into one course folder for `nbgrader generate_feedback`.
 """
 import ctypes
+import hashlib
 import multiprocessing
 import multiprocessing.connection
 import os
 import re
+import shutil
 import signal
 import time
 import traceback
@@ -44,10 +51,27 @@ def submitted_students(root: Path, assignment: str) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if (p / assignment).is_dir()) if folder.is_dir() else []
 
 
+def shard_of(student: str, shards: int) -> int:
+    """The shard (1 to `shards`) that grades `student`: from a hash of the id alone, so it never changes
+    when other students are added or removed, and is the same on every machine (unlike `hash()`)."""
+    digest = hashlib.sha256(student.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % shards + 1
+
+
+def in_shard(students, shard: tuple[int, int]) -> list[str]:
+    index, count = shard
+    return [student for student in students if shard_of(student, count) == index]
+
+
 def grade(root: Path, assignment: str, jobs: int, students=None, progress=print,
-          fork_server=True) -> Outcome:
+          fork_server=True, shard: tuple[int, int] | None = None) -> Outcome:
     root = Path(root).resolve()
     students = students or submitted_students(root, assignment)
+    if shard:
+        total, students = len(students), in_shard(students, shard)
+        shown = text("shard_selected", index=shard[0], count=shard[1], selected=len(students), total=total)
+        progress(shown.en)
+        progress(shown.zh)
     _configure(root)
     outcome, started = Outcome(), time.monotonic()
     tasks = [(assignment, s) for s in students]
@@ -160,8 +184,10 @@ def _configure(root: Path):
         # the course's SQLite gradebook, with a busy timeout; another database (PostgreSQL for a
         # cluster, see the README) handles concurrent writers itself
         config.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}?timeout={BUSY_TIMEOUT_S}"
-    with Gradebook(config.CourseDirectory.db_url):
-        pass  # create or upgrade the gradebook before any worker writes to it
+    # create the gradebook before any worker writes to it; with the course's own id, as nbgrader opens
+    # it (so that concurrent shards never race to add a course row of another name)
+    with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.get("course_id", "default_course")):
+        pass
     _api = NbGraderAPI(config=config)
 
 
@@ -192,3 +218,26 @@ def _error_line(error: str) -> str:
 def _bar(done: int, total: int, width: int = 24) -> str:
     filled = round(width * done / total) if total else width
     return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
+
+
+def merge(root: Path, assignment: str, shard_roots) -> dict[str, Path]:
+    """Copy every student's autograded/STUDENT/ASSIGNMENT folder from the shards' course folders into
+    `root`'s, replacing what `root` had for that student. Returns student → the shard folder it came
+    from; a student graded in two shard folders is an error (ValueError, bilingual): which grading is in
+    the gradebook is then unknown, so nothing is copied."""
+    root = Path(root).resolve()
+    found = {}
+    for shard_root in map(Path, shard_roots):
+        folder = shard_root.resolve() / "autograded"
+        for graded in sorted(folder.glob(f"*/{assignment}")) if folder.is_dir() else []:
+            student = graded.parent.name
+            if student in found:
+                raise ValueError(text("merge_twice", student=student, first=found[student], second=shard_root))
+            found[student] = shard_root
+    for student, shard_root in found.items():
+        target = root / "autograded" / student / assignment
+        if target.resolve() == (Path(shard_root).resolve() / "autograded" / student / assignment):
+            continue  # the course folder is one of the shards
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(Path(shard_root) / "autograded" / student / assignment, target)
+    return found
