@@ -326,8 +326,10 @@ def test_course_grade_refuses_without_a_sandbox_unless_told(tiny_course, course_
     assert refused.returncode == 2 and fingerprint("sandbox_unavailable").en in refused.stdout
     assert fingerprint("sandbox_unavailable").zh in refused.stdout
     allowed = course_command("grade", "a1", "--root", tiny_course, "--no-sandbox", env=env)
-    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert fingerprint("sandbox_disabled").en in allowed.stdout and fingerprint("sandbox_disabled").zh in allowed.stdout
+    # past the sandbox, grading goes on to its next check: this course never ran `course setup`
+    assert fingerprint("sandbox_unavailable").en not in allowed.stdout
+    assert allowed.returncode == 2 and fingerprint("not_registered").en in allowed.stdout, allowed.stdout + allowed.stderr
 
 
 @pytest.fixture
