@@ -202,7 +202,10 @@ def _start_worker(fork_server):
 def _grade_one(job):
     assignment, student = job
     started = time.monotonic()
-    result = _api.autograde(assignment, student, force=True, create=True)
+    # like plain `nbgrader autograde`: a student missing from the gradebook is added unless the course
+    # configuration says not to (nbgrader_config.py does, once a roster is registered)
+    create = _api.config.Autograde.get("create_student", True)
+    result = _api.autograde(assignment, student, force=True, create=create)
     details = (result.get("log") or "") + "\n" + (result.get("error") or "")
     return result["success"], _error_line(details), time.monotonic() - started
 

@@ -13,7 +13,7 @@ import pytest
 
 from autograder import classroom
 from autograder.parallel import run_jobs
-from autograder.messages import Bilingual
+from autograder.messages import Bilingual, fingerprint
 
 ASSIGNMENT = "a1_tensor_to"
 JOBS = (os.cpu_count() or 1) + 2  # more jobs than cores: the SQLite gradebook must still take every grade
@@ -50,6 +50,21 @@ def test_one_student_only(parallel, course):
     _, root, _ = parallel
     done = course("grade", ASSIGNMENT, "--student", "solution", "--root", root, timeout=300)
     assert done.returncode == 0 and "1/1 solution" in done.stdout
+
+
+def test_with_a_roster_a_student_not_on_it_is_not_graded(course, tmp_path):
+    """As plain `nbgrader autograde` with the course's roster: a submission from someone else is reported,
+    not silently added to the gradebook as a new student."""
+    root = tmp_path / "course"
+    classroom.prepare_course(root, ASSIGNMENT)
+    for student in ["solution", "mallory"]:
+        classroom.submit(root, ASSIGNMENT, student, classroom.solved_notebook(root, ASSIGNMENT))
+    (root / "roster.csv").write_text("id\nsolution\n", encoding="utf-8")
+    classroom.nbgrader(root, "db", "student", "import", "roster.csv")
+    done = course("grade", ASSIGNMENT, "--root", root, timeout=300)
+    assert fingerprint("not_on_roster").en in done.stdout and fingerprint("not_on_roster").zh in done.stdout
+    assert "! mallory: not graded" in done.stdout, done.stdout
+    assert set(classroom.scores(root, ASSIGNMENT)) == {"solution"}
 
 
 @pytest.fixture(scope="module")
