@@ -4,6 +4,7 @@ Prose cells of the other language are dropped; 繁體 is converted from 简体 w
 glossary's Traditional terms overriding OpenCC's phrase choices. Code cells, answer cells and nbgrader
 metadata pass through untouched, so a graded notebook viewed in one language is still gradable.
 """
+import shutil
 from functools import cache
 from pathlib import Path
 
@@ -59,4 +60,8 @@ def write_views(paths, lang: str, out: Path) -> list[Path]:
         target.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(monolingual(nbformat.read(path, as_version=4), lang), target)
         written.append(target)
+        figures = path.parent / "figures"
+        if figures.is_dir():  # the lessons show `figures/*.svg` by relative path: keep them beside the copy
+            shutil.copytree(figures, target.parent / "figures", dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     return written

@@ -74,6 +74,9 @@ def test_course_view_writes_copies(tmp_path):
     written = tmp_path / "zh-hant" / LESSON.name
     assert done.stdout.strip() == str(written)
     assert nbformat.read(written, as_version=4).metadata["language"] == "zh-hant"
+    shown = re.findall(r"\]\((figures/[^)]+\.svg)\)", written.read_text("utf-8"))
+    assert shown, "lesson 3 shows figures / 第 3 课展示图"
+    assert all((written.parent / figure).is_file() for figure in shown), "the copy's figures are beside it"
 
 
 def test_a_solved_notebook_viewed_in_traditional_chinese_is_still_gradable(tmp_path):
