@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import system_tools
 import torch
 
 from autograder import classroom, grading_devices
@@ -61,13 +62,7 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first
 def chromium() -> str:
     found = os.environ.get("COURSE_CHROMIUM") or shutil.which("chromium")
     if not found:
-        message = ("Chromium is missing: `make test` installs Debian's chromium package (apt-get install chromium); "
-                   "set COURSE_SKIP_BROWSER=1 to skip this test on purpose.\n"
-                   "缺少 Chromium：`make test` 会安装 Debian 的 chromium 软件包（apt-get install chromium）；"
-                   "如果有意跳过这个测试，请设置 COURSE_SKIP_BROWSER=1。")
-        if os.environ.get("COURSE_SKIP_BROWSER", "") not in ("", "0"):
-            pytest.skip(message)
-        pytest.fail(message)  # a missing browser never passes silently
+        system_tools.missing("Chromium", "make browser: apt-get install chromium", "COURSE_SKIP_BROWSER")
     return found
 
 

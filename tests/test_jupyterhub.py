@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import system_tools
 import unix_users
 from autograder import classroom
 
@@ -35,10 +36,7 @@ def proxy_command() -> str:
     found = shutil.which("configurable-http-proxy") or ROOT / "build" / "node" / "node_modules" / ".bin" / \
         "configurable-http-proxy"
     if not Path(found).exists():
-        if os.environ.get("COURSE_SKIP_JUPYTERHUB") == "1":
-            pytest.skip("COURSE_SKIP_JUPYTERHUB=1: no JupyterHub test / 跳过 JupyterHub 测试")
-        pytest.fail("configurable-http-proxy is missing: run `make proxy` (npm) / "
-                    "缺少 configurable-http-proxy：请运行 `make proxy`（需要 npm）")
+        system_tools.missing("configurable-http-proxy", "make proxy: npm install", "COURSE_SKIP_JUPYTERHUB")
     return str(found)
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import system_tools
 
 from autograder import classroom
 from autograder.parallel import in_shard, shard_of, submitted_students
@@ -38,13 +39,7 @@ def postgresql_bin() -> Path:
     found = shutil.which("pg_ctl") or max(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), default=None,
                                             key=lambda p: int(Path(p).parts[-3]))
     if not found:
-        message = ("PostgreSQL is missing: `make test` installs Debian's postgresql package (make postgresql); "
-                   "set COURSE_SKIP_POSTGRESQL=1 to skip this test on purpose.\n"
-                   "缺少 PostgreSQL：`make test` 会安装 Debian 的 postgresql 软件包（make postgresql）；"
-                   "如果有意跳过这个测试，请设置 COURSE_SKIP_POSTGRESQL=1。")
-        if os.environ.get("COURSE_SKIP_POSTGRESQL", "") not in ("", "0"):
-            pytest.skip(message)
-        pytest.fail(message)  # a missing server never passes silently
+        system_tools.missing("PostgreSQL", "make postgresql: apt-get install postgresql", "COURSE_SKIP_POSTGRESQL")
     return Path(found).resolve().parent
 
 

@@ -74,3 +74,14 @@ def test_readme_seed_table_points_at_sections_that_exist():
         for section in re.findall(r'"([^"]+)"', sections):
             assert any(h.startswith(section) for h in headings), f"lesson {number} has no section {section!r}"
     assert "{{EJS4}}" in table and "{{EJS6}}" in table
+
+
+def test_a_missing_system_tool_fails_the_test_unless_skipped_on_purpose(monkeypatch):
+    import system_tools
+
+    monkeypatch.delenv("COURSE_SKIP_EXAMPLE", raising=False)
+    with pytest.raises(pytest.fail.Exception, match="make example"):
+        system_tools.missing("example", "make example", "COURSE_SKIP_EXAMPLE")
+    monkeypatch.setenv("COURSE_SKIP_EXAMPLE", "1")
+    with pytest.raises(pytest.skip.Exception, match="COURSE_SKIP_EXAMPLE=1"):
+        system_tools.missing("example", "make example", "COURSE_SKIP_EXAMPLE")
