@@ -66,9 +66,13 @@ def chromium() -> str:
     return found
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """Debian's Chromium driven by Playwright (no browser download), shared by the browser tests."""
+    """Debian's Chromium driven by Playwright (no browser download), shared by a module's browser tests.
+
+    Module scope, not session: while Playwright's sync API is running, its event loop stops
+    jupyter_client's synchronous calls in later tests ("Cannot run the event loop while another loop
+    is running")."""
     from playwright.sync_api import sync_playwright
 
     executable = chromium()
