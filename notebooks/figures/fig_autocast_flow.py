@@ -32,7 +32,7 @@ def draw():
     box(ax, 0.0, 3.6, 2.2, 1.5, "master weights\n主权重\nfloat32\n(never cast · 从不转换)", F32, weight="bold")
     box(ax, 3.0, 3.5, 2.4, 1.6, "Linear, matmul, conv\n16-bit copies of inputs\nand weights, per op\n"
         "每个运算制作输入和\n权重的 16 位副本", F16)
-    box(ax, 6.1, 3.5, 2.4, 1.6, "loss: float32 list\n损失：float32 列表\n(CUDA also: softmax,\nsum, … · 还有 …)", F32)
+    box(ax, 6.1, 3.5, 2.4, 1.6, "loss ops run in float32\n损失等运算以 float32 运行\n(CUDA also: softmax,\nsum, … · 还有 …)", F32)
     box(ax, 9.2, 3.6, 2.0, 1.5, "scaler.scale(loss)\nloss × S\n损失 × S", SCALER)
     arrow(ax, (2.25, 4.35), (2.95, 4.35))
     arrow(ax, (5.45, 4.3), (6.05, 4.3), "16-bit\n16 位", where=(0, 0.15))
