@@ -137,6 +137,8 @@ def setup(args) -> int:
 
     from nbgrader.apps import NbGraderAPI
 
+    from .parallel import course_config
+
     root = Path(args.root).resolve()
     api = NbGraderAPI(config=course_config(root))
     db_url = gradebook_url(root)
@@ -176,16 +178,9 @@ def status(args) -> int:
     return 0
 
 
-def course_config(root: Path):
-    """nbgrader_config.py of the course folder, as nbgrader loads it there."""
-    from traitlets.config.loader import PyFileConfigLoader
-
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
-    config.CourseDirectory.root = str(root)
-    return config
-
-
 def gradebook_url(root: Path) -> str:
+    from .parallel import course_config
+
     return course_config(root).CourseDirectory.get("db_url") or f"sqlite:///{root.resolve() / 'gradebook.db'}"
 
 

@@ -169,16 +169,23 @@ def _cause(exitcode) -> Bilingual:
     return Bilingual(f"exit status {exitcode}", f"退出状态 {exitcode}")
 
 
+def course_config(root: Path):
+    """nbgrader_config.py of the course folder, as nbgrader loads it there."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    config.CourseDirectory.root = str(root)
+    return config
+
+
 def _configure(root: Path):
     """Load nbgrader_config.py once, in the parent, so every forked worker inherits it."""
     global _api
     from nbgrader.apps import NbGraderAPI
     from nbgrader.api import Gradebook
-    from traitlets.config.loader import PyFileConfigLoader
 
     os.chdir(root)
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
-    config.CourseDirectory.root = str(root)
+    config = course_config(root)
     configured = config.CourseDirectory.get("db_url", "")
     if not configured or configured.startswith("sqlite"):
         # the course's SQLite gradebook, with a busy timeout; another database (PostgreSQL for a
