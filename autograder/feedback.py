@@ -39,8 +39,8 @@ class HideHiddenTests(ClearHiddenTests):
     display_data_priority = List(config=True)
 
     placeholder = Unicode(
-        "# (hidden tests ran here: their result is shown below / 隐藏测试已在此运行：结果见下方)",
-        help="What a removed hidden-test region is replaced with.",
+        "# (hidden tests ran here: their result is shown below)\n# （隐藏测试已在此运行：结果见下方）",
+        help="What a removed hidden-test region is replaced with (one line per language: code does not wrap).",
     ).tag(config=True)
 
     def preprocess_cell(self, cell, resources, index):
@@ -57,7 +57,8 @@ class HideHiddenTests(ClearHiddenTests):
         for line in source.split("\n"):
             if self.begin_test_delimeter in line:
                 hidden = True
-                kept.append(line[: len(line) - len(line.lstrip())] + self.placeholder)
+                indent = line[: len(line) - len(line.lstrip())]
+                kept.extend(indent + note for note in self.placeholder.split("\n"))
             elif self.end_test_delimeter in line:
                 hidden = False
             elif not hidden:
@@ -78,8 +79,9 @@ class WrapDiagnostics(NbGraderPreprocessor):
     """
 
     display_data_priority = List(config=True)  # set by the HTML exporter for every preprocessor
+    # word-break: nbconvert's page sets break-all on <pre>, which splits code such as `Tensor.to` mid-word
     css = Unicode(
-        ".output_area pre { white-space: pre-wrap; overflow-wrap: break-word; }",
+        ".output_area pre { white-space: pre-wrap; word-break: normal; overflow-wrap: break-word; }",
         help="CSS added to every feedback page.",
     ).tag(config=True)
 

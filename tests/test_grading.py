@@ -12,6 +12,7 @@ import nbformat
 import pytest
 
 from autograder import classroom
+from autograder.feedback import HideHiddenTests
 from autograder.messages import shows
 
 ASSIGNMENTS = sorted(path.name for path in (classroom.ROOT / "source").iterdir() if path.is_dir())
@@ -105,6 +106,7 @@ def test_feedback_shows_diagnostics_but_no_hidden_test_code(demo, assignment):
         leaked = sorted((secret - own) & shown_lines)  # a student's own line is no leak
         assert not leaked, f"{student}'s feedback shows hidden test code: {leaked[:3]}"
         assert "Traceback (most recent call last)" not in page
+        assert all(note in shown_lines for note in HideHiddenTests.placeholder.default_value.split("\n"))
         for cell, shown in run.graded.diagnostics(student).items():
             english, chinese = shown.split("\n")[:2]
             assert english.split(": ", 1)[1][:60] in page and chinese[:40] in page, (student, cell)

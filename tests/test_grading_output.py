@@ -56,22 +56,28 @@ def test_feedback_diagnostic_wraps_inside_the_browser_window(demo, page):
     page.set_viewport_size({"width": width, "height": 800})
     page.goto(feedback_page(demo, student_with(FORGOT)).as_uri())
     page.locator("pre", has_text="请把结果赋值或直接返回").first.wait_for()
-    # where each occurrence of the fix ends on the page: the English and the Chinese line
-    right_edges = page.evaluate("""(hint) => {
-        const edges = [], walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    # where each occurrence of a text is drawn: its right edge and the number of lines it spans
+    where = """(text) => {
+        const found = [], walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
         while (walker.nextNode()) {
             const node = walker.currentNode;
-            for (let at = node.data.indexOf(hint); at >= 0; at = node.data.indexOf(hint, at + 1)) {
+            for (let at = node.data.indexOf(text); at >= 0; at = node.data.indexOf(text, at + 1)) {
                 const range = document.createRange();
                 range.setStart(node, at);
-                range.setEnd(node, at + hint.length);
-                edges.push(range.getBoundingClientRect().right + window.scrollX);
+                range.setEnd(node, at + text.length);
+                const tops = new Set([...range.getClientRects()].map((rect) => Math.round(rect.top)));
+                found.push({right: range.getBoundingClientRect().right + window.scrollX, lines: tops.size});
             }
         }
-        return edges;
-    }""", HINT)
-    assert len(right_edges) >= 2, right_edges
-    assert max(right_edges) <= width, right_edges
+        return found;
+    }"""
+    fix = page.evaluate(where, HINT)  # the English and the Chinese line
+    assert len(fix) >= 2, fix
+    assert max(f["right"] for f in fix) <= width, fix
+    # lines break between words (or Chinese characters), never inside code such as `Tensor.to`
+    for word in ["x.to(device)", "Tensor.to"]:
+        found = page.evaluate(where, word)
+        assert found and all(f["lines"] == 1 for f in found), (word, found)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.locator("pre", has_text=HINT).first.scroll_into_view_if_needed()
     page.screenshot(path=ARTIFACTS / "feedback-wrapped-diagnostic.png")
