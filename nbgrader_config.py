@@ -69,12 +69,17 @@ from autograder.kernel import kernel_arguments  # noqa: E402
 
 GRADING_MEMORY_BYTES = 6 * 2**30  # per grading kernel (RLIMIT_DATA: also where CUDA is present)
 c.Execute.extra_arguments = kernel_arguments(memory_bytes=GRADING_MEMORY_BYTES, cpu_seconds=600)
+# The same caps for the verdict process, which decides the points (autograder/verdict.py); its time
+# limit per test cell is Execute.timeout.
+c.DecideGrades.memory_bytes = GRADING_MEMORY_BYTES
+c.DecideGrades.cpu_seconds = 600
 
-# nbgrader's own autograde pipelines, with two changes: cells claiming unknown grade ids (forged or
-# duplicated test cells) become ordinary cells before OverwriteCells, and a kernel that dies or hangs
-# costs only the cells that did not run.
+# nbgrader's own autograde pipelines, with three changes: cells claiming unknown grade ids (forged or
+# duplicated test cells) become ordinary cells before OverwriteCells; a kernel that dies or hangs
+# costs only the cells that did not run; and the points of every test cell are decided by the verdict
+# process, which the submission's kernel cannot reach (DecideGrades, before SaveAutoGrades reads them).
 from nbgrader.converters import Autograde  # noqa: E402
-from nbgrader.preprocessors import Execute, OverwriteCells  # noqa: E402
+from nbgrader.preprocessors import Execute, OverwriteCells, SaveAutoGrades  # noqa: E402
 
 
 def nbgrader_default(trait):
@@ -87,7 +92,9 @@ sanitize.insert(sanitize.index(OverwriteCells), "autograder.grading.ForgetUnknow
 # checksum differ), so that a warning in the log means a test cell was really changed
 sanitize[sanitize.index(OverwriteCells)] = "autograder.grading.OverwriteCellsQuietly"
 c.Autograde.sanitize_preprocessors = sanitize
-c.Autograde.autograde_preprocessors = [
+autograde = [
     "autograder.grading.SafeExecute" if preprocessor is Execute else preprocessor
     for preprocessor in nbgrader_default("autograde_preprocessors")
 ]
+autograde.insert(autograde.index(SaveAutoGrades), "autograder.grading.DecideGrades")
+c.Autograde.autograde_preprocessors = autograde

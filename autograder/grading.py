@@ -1,11 +1,39 @@
 """nbgrader preprocessors for grading untrusted submissions (configured in nbgrader_config.py)."""
+import json
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
+from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor, OverwriteCells
+from traitlets import Integer
 
+from . import sandbox
 from .messages import message
 from .sandbox import GradingKernelManager
+
+RECORDS_LIMIT = 4 * 2**20  # bytes of verdict records read from the verdict process
+SHOWN_LIMIT = 4000  # characters of the kernel's own error copied into a test cell's feedback
+# terminal control sequences and control characters (but newline and tab) of text from a submission
+CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def is_test_cell(cell) -> bool:
+    return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
+
+
+def printable(text: str, limit: int = SHOWN_LIMIT) -> str:
+    """Text from a submission, safe for a terminal, a log and a page: no escape sequences, bounded."""
+    text = CONTROL.sub("", str(text))
+    return text if len(text) <= limit else text[:limit] + " …"
 
 
 class ForgetUnknownCells(NbGraderPreprocessor):
@@ -83,6 +111,13 @@ class SafeExecute(Execute):
         super().__init__(*args, **kwargs)
 
     def preprocess(self, nb, resources, km=None):
+        # The submission's kernel runs each test cell as released (visible tests only): the hidden
+        # tests never enter it (they run in the verdict process, DecideGrades), so no hook can copy them.
+        hidden = {}
+        for index, cell in enumerate(nb.cells):
+            if is_test_cell(cell):
+                hidden[index] = cell.source
+                cell.source = released_source(cell, parent=self)
         self._running = 0
         try:
             return super().preprocess(nb, resources, km=km)
@@ -94,10 +129,150 @@ class SafeExecute(Execute):
                 if cell.cell_type == "code":
                     cell.outputs.append(stopped_output(type(error).__name__, key))
             return nb, resources
+        finally:
+            for index, source in hidden.items():
+                nb.cells[index].source = source
 
     def preprocess_cell(self, cell, resources, index):
         self._running = index
         return super().preprocess_cell(cell, resources, index)
+
+
+def released_source(cell, parent=None) -> str:
+    """What generate_assignment leaves of an instructor's cell: the hidden-test region removed."""
+    released = NotebookNode(cell_type=cell.cell_type, source=cell.source, metadata={})
+    ClearHiddenTests(parent=parent)._remove_hidden_test_region(released)
+    return released.source
+
+
+class DecideGrades(NbGraderPreprocessor):
+    """The points of every test cell, decided where the submission's code cannot reach.
+
+    Runs after SafeExecute and before SaveAutoGrades. It sends the notebook's cells to a verdict
+    process (autograder/verdict.py: a plain Python process in a sandbox of its own and a fresh empty
+    folder, which runs the instructor's cells, only the *definitions* of the student's cells, and each
+    test cell in its own forked child). Then every test cell's outputs are replaced by the grader's
+    own: a "passed" line, or an error with the verdict's diagnostic. What the submission's kernel
+    printed there is dropped (a forged "tests passed", a published `execute_result` that nbgrader would
+    read as partial credit); an error the kernel itself raised in that cell (tampering seen, a crash,
+    a time-out) still costs the cell its points and is shown after the grader's line, made printable.
+    So a test cell earns its points only when the verdict passed it *and* the notebook's own run did
+    not fail there: the kernel can lose points, never gain them.
+    """
+
+    timeout = Integer(None, allow_none=True,
+                      help="Seconds one test cell may run in the verdict (default: Execute.timeout)").tag(config=True)
+    memory_bytes = Integer(None, allow_none=True, help="RLIMIT_DATA of the verdict process").tag(config=True)
+    cpu_seconds = Integer(None, allow_none=True, help="RLIMIT_CPU of each test cell's process").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        cells = [verdict_cell(cell) for cell in nb.cells if cell.cell_type == "code"]
+        tests = sum(cell["kind"] == "test" for cell in cells)
+        started = time.monotonic()
+        records = self.verdict(cells, tests) if tests else {}
+        self.log.info("Verdict of %d test cells in %.1f s", tests, time.monotonic() - started)
+        for cell in nb.cells:
+            if is_test_cell(cell):
+                grade_id = cell.metadata.nbgrader["grade_id"]
+                cell.outputs = decided_outputs(records.get(grade_id), own_error(cell))
+        return nb, resources
+
+    def cell_timeout(self) -> int:
+        if self.timeout is not None:
+            return self.timeout
+        configured = self.config.Execute.get("timeout") if "Execute" in self.config else None
+        return int(configured or 120)
+
+    def verdict(self, cells, tests) -> dict:
+        """grade id → {"passed": bool, "message" or "key"}: the verdict process's records."""
+        timeout = self.cell_timeout()
+        folder = tempfile.mkdtemp(prefix="course-verdict-")
+        job_path = os.path.join(folder, "job.json")  # read, then removed, before any test runs
+        with open(job_path, "w", encoding="utf-8") as job:
+            json.dump({"cells": cells, "timeout": timeout, "memory_bytes": self.memory_bytes,
+                       "cpu_seconds": self.cpu_seconds}, job)
+        reader, writer = os.pipe()
+        command = [sys.executable, "-I", "-m", "autograder.verdict", str(writer), job_path]
+        box = process = None
+        try:
+            if sandbox.disabled():
+                process = subprocess.Popen(command, cwd=folder, env=sandbox.environment(), pass_fds=[writer],
+                                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL, start_new_session=True)
+            else:
+                box = sandbox.KernelSandbox(folder, log=self.log)
+                process = box.start(command, sandbox.environment(), keep_fds=[writer])
+            os.close(writer)
+            writer = None
+            received = read_until_closed(reader, deadline=time.monotonic() + timeout * (tests + 2) + 60)
+        finally:
+            if writer is not None:
+                os.close(writer)
+            os.close(reader)
+            if box is not None:
+                box.close()
+            elif process is not None:
+                process.kill()
+                process.wait()
+            shutil.rmtree(folder, ignore_errors=True)
+        records = {}
+        for line in received.decode("utf-8", "replace").splitlines():
+            try:
+                record = json.loads(line)
+                records.setdefault(str(record["grade_id"]), record)
+            except (ValueError, KeyError, TypeError):
+                self.log.warning("Verdict: unreadable record %r", printable(line, 200))
+        return records
+
+
+def verdict_cell(cell) -> dict:
+    """A code cell as the verdict process needs it: test, instructor's (locked), or student's."""
+    grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+    if is_test_cell(cell):
+        kind = "test"
+    elif utils.is_locked(cell) and not utils.is_solution(cell):
+        kind = "trusted"  # its source was restored from the gradebook by OverwriteCells
+    else:
+        kind = "student"
+    return {"kind": kind, "source": cell.source, "grade_id": grade_id}
+
+
+def read_until_closed(fd, deadline) -> bytes:
+    received = b""
+    while len(received) < RECORDS_LIMIT:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            break
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        received += chunk
+    return received
+
+
+def own_error(cell) -> str | None:
+    """The first error the submission's kernel raised in this cell, as text (None: it raised none)."""
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "error":
+            return f"{output.get('ename', '')}: {output.get('evalue', '')}"
+        if output.get("output_type") == "stream" and output.get("name") == "stderr":
+            return str(output.get("text", ""))
+    return None
+
+
+def decided_outputs(record, kernel_error) -> list:
+    if record is None:
+        record = {"passed": False, "key": "verdict_missing"}
+    if record.get("passed") is True and kernel_error is None:
+        return [NotebookNode(output_type="stream", name="stdout", text=message("verdict_passed") + "\n")]
+    outputs = []
+    if record.get("passed") is not True:
+        shown = printable(record.get("message") or message(record.get("key") or "verdict_missing"))
+        outputs.append(NotebookNode(output_type="error", ename="AssertionError", evalue=shown, traceback=[shown]))
+    if kernel_error is not None:
+        shown = message("own_run_failed") + "\n" + printable(kernel_error)
+        outputs.append(NotebookNode(output_type="error", ename="OwnRunFailed", evalue=shown, traceback=[shown]))
+    return outputs
 
 
 def stopped_output(ename, key) -> NotebookNode:

@@ -14,11 +14,16 @@ def kernel_arguments(memory_bytes, cpu_seconds) -> list[str]:
 def start_kernel(memory_bytes=None, cpu_seconds=None):
     """Run first in every grading kernel (`Execute.extra_arguments`): remember the real functions,
     then cap the kernel's memory and CPU time so one submission cannot take the machine down."""
-    import resource
-
     from . import integrity
 
     integrity.start_grading()
+    limit_resources(memory_bytes, cpu_seconds)
+
+
+def limit_resources(memory_bytes=None, cpu_seconds=None):
+    """Cap this process's CPU time and memory (its forked children inherit the caps)."""
+    import resource
+
     if cpu_seconds:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds))
     if memory_bytes:

@@ -229,9 +229,10 @@ class KernelSandbox:
             args += ["--setenv", name, value]
         return [*args, "--", *command]
 
-    def start(self, command, env) -> subprocess.Popen:
-        """Run `command` as the sandbox's first process; the sandbox ends when it ends."""
-        self._start(command, env, first_comm=None)
+    def start(self, command, env, keep_fds=()) -> subprocess.Popen:
+        """Run `command` as the sandbox's first process; the sandbox ends when it ends. `keep_fds`:
+        descriptors it inherits (the verdict's result pipe, autograder/verdict.py)."""
+        self._start(command, env, first_comm=None, keep_fds=keep_fds)
         return self.bwrap
 
     def start_holder(self, env) -> int:
@@ -241,13 +242,13 @@ class KernelSandbox:
         self._start([sleep, "infinity"], env, first_comm=os.path.basename(sleep))
         return os.pidfd_open(self.first_pid)
 
-    def _start(self, command, env, first_comm):
+    def _start(self, command, env, first_comm, keep_fds=()):
         info_reader, info_writer = os.pipe()
         output_reader, output_writer = os.pipe()
         try:
             self.bwrap = subprocess.Popen(
                 self.arguments(env, command, info_writer),
-                pass_fds=[info_writer], stdin=subprocess.DEVNULL, stdout=output_writer, stderr=output_writer,
+                pass_fds=[info_writer, *keep_fds], stdin=subprocess.DEVNULL, stdout=output_writer, stderr=output_writer,
                 start_new_session=True, cwd="/", env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
         finally:
             os.close(info_writer)

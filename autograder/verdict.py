@@ -1,0 +1,328 @@
+"""The verdict: whether each test cell passed, decided in a process the submission's kernel never touched.
+
+A check that runs in the student's kernel can be undone by the student's kernel: a patched helper, an
+IPython input transformer, a display hook that publishes a partial-credit result, a custom exception
+handler that swallows the failure. So the points do not come from the kernel that ran the notebook.
+`autograder.grading.DecideGrades` (an nbgrader preprocessor, so plain `nbgrader autograde` and
+`course grade` both use it) starts this module as a plain Python process (no IPython, no Jupyter
+sockets) in a sandbox of its own, in a fresh empty folder, and sends it the notebook's cells:
+
+* the instructor's locked cells (restored from the gradebook by nbgrader) run as they are;
+* of the student's cells only the *definitions* run: `import`, `def`, `class` and assignments of
+  constant expressions. No other statement of the submission ever runs here, and a definition whose
+  evaluation would run student code (a student-made decorator, a metaclass, a default argument that
+  calls a student function, an assignment to an attribute such as `torch.Tensor.to = ...`) is left out.
+  So nothing the student wrote runs before a test calls it;
+* every test cell (the instructor's, hidden tests included) runs in its own forked child, which sees
+  the definitions as they stand at that cell and nothing any other test did. Its standard streams go
+  to /dev/null and it keeps no descriptor but the pipe of its own result; the parent, which has run no
+  student code, enforces the time limit and writes one JSON line per test cell on the grader's pipe.
+
+What is still in reach: a student's function body runs, when a test calls it, in that test's child,
+next to the checks of that one test cell (README, "Threat model").
+"""
+import ast
+import builtins
+import ctypes
+import json
+import os
+import select
+import signal
+import sys
+import time
+
+RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
+ANNOTATIONS = 0x1000000  # __future__.annotations.compiler_flag: annotations are never evaluated
+# builtins a constant expression may call: they run no student code
+SAFE_BUILTINS = {"abs", "bool", "bytes", "complex", "dict", "divmod", "float", "frozenset", "int", "len",
+                 "list", "max", "min", "pow", "range", "repr", "round", "set", "slice", "sorted", "str",
+                 "sum", "tuple", "zip", "reversed", "enumerate"}
+SAFE_DECORATORS = {"property", "staticmethod", "classmethod"}
+PROPERTY_PARTS = {"setter", "getter", "deleter"}
+# methods Python would call on the student's behalf while a later class is being defined
+DEFINITION_HOOKS = {"__init_subclass__", "__set_name__", "__class_getitem__", "__mro_entries__", "__prepare__"}
+
+
+class Definitions:
+    """Keeps the statements of a student's cell that only define names (see the module docstring).
+
+    `trusted` are the names bound by the instructor's cells and the builtins: a student's definition may
+    not rebind them (`isinstance = lambda *a: True` would change what the tests themselves compute).
+    `modules` are names bound by imports: calling something found through them runs only installed
+    code, so a constant expression may do that.
+    """
+
+    def __init__(self):
+        self.modules: set[str] = set()
+        self.trusted: set[str] = set(dir(builtins))
+        self.left_out: list[str] = []  # what was not kept, for the diagnostic of a NameError
+
+    def trust(self, source):
+        """An instructor's cell: every name it binds is trusted; its imports are modules."""
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            return
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                self.modules.update(_bound_by_import(node))
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                self.trusted.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                self.trusted.add(node.name)
+        self.trusted |= self.modules
+
+    def keep(self, source) -> ast.Module:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            return ast.Module(body=[], type_ignores=[])
+        body = []
+        for node in tree.body:
+            if self._kept(node):
+                body.append(node)
+                self._bind(node)
+            else:
+                self.left_out.extend(_targets(node))
+        return ast.Module(body=body, type_ignores=[])
+
+    def _bind(self, node):
+        names = _targets(node)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            self.modules.update(names)
+        else:
+            self.modules.difference_update(names)
+
+    def _kept(self, node) -> bool:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if isinstance(node, ast.ImportFrom) and (node.module == "__future__" or node.level):
+                return False
+            names = _bound_by_import(node)
+            return "*" not in names and not (names & (self.trusted - self.modules))
+        if any(name in self.trusted for name in _targets(node)):
+            return False
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return self._function(node)
+        if isinstance(node, ast.ClassDef):
+            return self._class(node)
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            return node.value is not None and all(_plain_target(t) for t in targets) and self._safe(node.value)
+        return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)  # a docstring
+
+    def _function(self, node) -> bool:
+        arguments = node.args
+        defaults = [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
+        return all(self._decorator(d) for d in node.decorator_list) and all(self._safe(d) for d in defaults)
+
+    def _class(self, node) -> bool:
+        if node.keywords or not all(self._decorator(d) for d in node.decorator_list):
+            return False
+        if not all(self._safe(base) for base in node.bases):
+            return False
+        kept = []
+        for statement in node.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name in DEFINITION_HOOKS:
+                continue
+            if isinstance(statement, ast.Pass) or self._kept_in_class(statement):
+                kept.append(statement)
+        node.body = kept or [ast.Pass()]
+        return True
+
+    def _kept_in_class(self, statement) -> bool:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return self._function(statement)
+        if isinstance(statement, ast.ClassDef):
+            return self._class(statement)
+        if isinstance(statement, ast.AnnAssign) and statement.value is None:
+            return _plain_target(statement.target)  # an annotation alone (not evaluated)
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            return all(_plain_target(t) for t in targets) and self._safe(statement.value)
+        return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+
+    def _decorator(self, node) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in SAFE_DECORATORS or node.id in self.modules
+        if isinstance(node, ast.Attribute) and node.attr in PROPERTY_PARTS and isinstance(node.value, ast.Name):
+            return True  # @name.setter: property's own method
+        if isinstance(node, ast.Call):
+            return self._installed(node.func) and self._safe(node)
+        return self._installed(node)
+
+    def _installed(self, node) -> bool:
+        """`node` is a name bound by an import, or an attribute of one (`torch.no_grad`)."""
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id in self.modules
+
+    def _safe(self, node) -> bool:
+        """Evaluating `node` runs no code of the student's: constants, names, attributes, operators, and
+        calls of installed code (`torch.device("cpu")`, `tuple(...)`), never of a student's function."""
+        if isinstance(node, ast.Lambda):
+            arguments = node.args
+            return all(self._safe(d) for d in [*arguments.defaults, *filter(None, arguments.kw_defaults)])
+        if isinstance(node, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await, ast.ListComp, ast.SetComp,
+                             ast.DictComp, ast.GeneratorExp, ast.Starred)):
+            return False
+        if isinstance(node, ast.Call):
+            func = node.func
+            builtin = isinstance(func, ast.Name) and func.id in SAFE_BUILTINS
+            if not (builtin or self._installed(func)):
+                return False
+        if isinstance(node, ast.Subscript) and not (self._installed(node.value) or
+                                                    isinstance(node.value, (ast.Tuple, ast.List, ast.Dict, ast.Constant))):
+            return False  # a student class's __class_getitem__
+        return all(self._safe(child) for child in ast.iter_child_nodes(node))
+
+
+def _bound_by_import(node) -> set[str]:
+    if isinstance(node, ast.Import):
+        return {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    return {alias.asname or alias.name for alias in node.names}
+
+
+def _targets(node) -> list[str]:
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return sorted(_bound_by_import(node))
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+    return [n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+def _plain_target(node) -> bool:
+    """`x = ...` or `x, y = ...`: never `torch.Tensor.to = ...` or `table[key] = ...`."""
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_plain_target(e) for e in node.elts)
+    return isinstance(node, ast.Name)
+
+
+def run(cells, timeout, grader_fd):
+    """Run the cells in order (see the module docstring); a JSON line per test cell on `grader_fd`."""
+    namespace = {"__name__": "__main__", "__builtins__": builtins}
+    definitions = Definitions()
+    for cell in cells:
+        if cell["kind"] == "trusted":
+            definitions.trust(cell["source"])
+            _execute(cell["source"], namespace, f"<{cell.get('grade_id', 'cell')}>")
+        elif cell["kind"] == "student":
+            kept = definitions.keep(cell["source"])
+            for statement in kept.body:  # one by one: a definition that fails leaves the others
+                _execute(ast.Module(body=[statement], type_ignores=[]), namespace, "<submission>")
+        else:
+            result = run_test(cell, namespace, timeout, definitions.left_out)
+            result["grade_id"] = cell["grade_id"]
+            os.write(grader_fd, (json.dumps(result) + "\n").encode())
+
+
+def _execute(code, namespace, filename):
+    try:
+        exec(compile(code, filename, "exec", flags=ANNOTATIONS, dont_inherit=True), namespace)
+    except BaseException:  # noqa: BLE001: a definition that cannot run is simply not there
+        pass
+
+
+def run_test(cell, namespace, timeout, left_out) -> dict:
+    """One test cell in a forked child; its result, or why it has none (died, timed out)."""
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        _child(cell, namespace, writer, left_out)  # never returns
+    os.close(writer)
+    received, deadline, timed_out = b"", time.monotonic() + timeout, False
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            timed_out = True
+            break
+        ready, _, _ = select.select([reader], [], [], left)
+        chunk = os.read(reader, 65536) if ready else b""
+        if not chunk:
+            break
+        received += chunk
+        if len(received) > RESULT_LIMIT:
+            break
+    os.close(reader)
+    _kill(pid)
+    if timed_out:
+        return {"passed": False, "key": "timed_out"}
+    try:
+        result = json.loads(received)
+        return {"passed": result["passed"] is True, "message": str(result.get("message", ""))[:RESULT_LIMIT]}
+    except (ValueError, KeyError, TypeError):
+        return {"passed": False, "key": "kernel_died"}  # it ended without a result: exit, crash, limit
+
+
+def _kill(pid):
+    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            target()
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def _child(cell, namespace, writer, left_out):
+    """In the forked child: only the result pipe stays open, then the test runs."""
+    try:
+        os.setpgid(0, 0)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(3, writer)
+        os.closerange(writer + 1, 65536)
+        sys.stdin = open(0, closefd=False)
+        sys.stdout = sys.stderr = open(1, "w", closefd=False)
+        result = _test(cell, dict(namespace), left_out)
+        os.write(writer, json.dumps(result).encode()[:RESULT_LIMIT])
+    finally:
+        os._exit(0)
+
+
+def _test(cell, namespace, left_out) -> dict:
+    from .messages import message
+
+    try:
+        exec(compile(cell["source"], f"<test {cell['grade_id']}>", "exec", dont_inherit=True), namespace)
+    except AssertionError as failure:
+        return {"passed": False, "message": str(failure)}
+    except NameError as error:
+        name = getattr(error, "name", None) or str(error)
+        key = "verdict_left_out" if name in left_out else "verdict_not_defined"
+        return {"passed": False, "message": message(key, name=name)}
+    except BaseException as error:  # noqa: BLE001: SystemExit, KeyboardInterrupt, a test's own error
+        first = str(error).splitlines()[0] if str(error) else ""
+        return {"passed": False, "message": message("verdict_raised", error=f"{type(error).__name__}: {first}")}
+    return {"passed": True}
+
+
+def _not_dumpable():
+    """No process of the sandbox may open this one's descriptors through /proc or ptrace it."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        pass
+
+
+def main():
+    grader_fd, job_path = int(sys.argv[1]), sys.argv[2]
+    with open(job_path, encoding="utf-8") as file:
+        job = json.load(file)
+    os.unlink(job_path)
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # is_available() does not start CUDA before a fork
+    _not_dumpable()
+    from .kernel import limit_resources
+
+    limit_resources(job.get("memory_bytes"), job.get("cpu_seconds"))
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # what the instructor's cells print goes nowhere; records go to grader_fd
+        os.dup2(null, fd)
+    run(job["cells"], job["timeout"], grader_fd)
+
+
+if __name__ == "__main__":
+    main()
