@@ -8,7 +8,9 @@ diagnostic rather than the grader's own frames.
 import re
 import warnings
 from collections.abc import Mapping
+from os.path import exists as _exists  # bound once: a submission that replaces os.path.exists fools nothing
 
+import numpy
 import torch
 from torch import nn
 
@@ -21,6 +23,8 @@ from .messages import message, text
 _TENSOR_TYPES = (torch.Tensor, nn.Parameter)
 _device_of = torch._C.TensorBase.device.__get__
 _dtype_of = torch._C.TensorBase.dtype.__get__
+# NumPy's functions and types, bound once for the same reason
+_ndarray, _array_equal, _abs = numpy.ndarray, numpy.array_equal, numpy.abs
 
 
 # Errors PyTorch raises for the classic mistakes, and the message that explains each.
@@ -415,9 +419,12 @@ def assert_state_unchanged(model, before: Mapping, what, hint):
         assert_values(tensor, before[name], f"{what}: {name}")
 
 
-def assert_transfers(counter, expected, what):
-    """A `probes.count_transfers()` counter saw exactly `expected` copies between devices."""
+def assert_transfers(counter, expected, what, result=None):
+    """A `probes.count_transfers()` counter saw exactly `expected` copies between devices, and saw how
+    every tensor on a device came there (`result` too): none was made while the counter was switched off."""
     __tracebackhide__ = True
+    if counter.unseen or (result is not None and not counter.saw(result)):
+        _fail("transfer_unseen", what=what)
     if counter.transfers != expected:
         _fail("transfer_count", what=what, found=counter.transfers)
 
@@ -435,9 +442,7 @@ def assert_loader_kwargs(kwargs, pin_memory, what):
 def assert_ndarray(array, tensor, what):
     """`array` is a numpy array with the tensor's shape, dtype and values."""
     __tracebackhide__ = True
-    import numpy
-
-    if not isinstance(array, numpy.ndarray):
+    if type(array) is not _ndarray:
         _fail("not_numpy", what=what, found=_name(array))
     expected = tensor.detach().cpu()
     expected = (expected.float() if expected.dtype == torch.bfloat16 else expected).numpy()  # NumPy has no bfloat16
@@ -445,8 +450,8 @@ def assert_ndarray(array, tensor, what):
         _fail("numpy_dtype", what=what, expected=expected.dtype, found=array.dtype)
     if array.shape != expected.shape:
         _fail("wrong_shape", what=what, expected=expected.shape, found=array.shape)
-    if not numpy.array_equal(array, expected):
-        diff = numpy.abs(array.astype("float64") - expected.astype("float64")).max()
+    if not _array_equal(array, expected):
+        diff = _abs(array.astype("float64") - expected.astype("float64")).max()
         _fail("wrong_values", what=what, diff=f"{diff:.3g}")
 
 
@@ -497,7 +502,11 @@ def assert_audit(found, expected, model, batch, what):
     """`found` holds exactly the names `expected` (any order, each once); a missed or extra name is
     diagnosed by the kind of tensor it names: non-persistent buffer, plain attribute, nested batch, integer."""
     __tracebackhide__ = True
-    if not isinstance(found, list) or not all(isinstance(name, str) for name in found):
+    if not isinstance(found, list):
+        _fail("audit_not_names", what=what, found=_name(found))
+    found = list.__iter__(found)  # what the list holds, whatever a subclass's methods claim
+    found = [*found]
+    if not all(type(name) is str for name in found):
         _fail("audit_not_names", what=what, found=repr(found)[:120])
     repeated = [name for name in found if found.count(name) > 1]
     if repeated:
@@ -581,13 +590,11 @@ def assert_map_location(map_location, rank, world_size, folder, what):
 def assert_rank_zero_checkpoint(path, rank, expected, what):
     """Rank 0 wrote a state dict at `path` with the keys and values of `expected`; other ranks wrote nothing."""
     __tracebackhide__ = True
-    import os
-
     if rank != 0:
-        if os.path.exists(path):
+        if _exists(path):
             _fail("saved_on_other_rank", what=what, rank=rank)
         return
-    if not os.path.exists(path):
+    if not _exists(path):
         _fail("not_saved", what=what)
     try:
         saved = torch.load(path, weights_only=True)

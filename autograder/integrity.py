@@ -20,7 +20,7 @@ WATCHED = {
                         "named_modules", "state_dict", "__setattr__", "__getattr__"],
     "torch.nn": ["Module", "Parameter"],
     "builtins": ["isinstance", "type", "getattr", "vars", "len", "all", "any", "print", "__import__", "id"],
-    "autograder.checks": None,  # every public function
+    "autograder.checks": None,  # every function, private ones too (`_fail`)
     "autograder.messages": ["message", "text", "catalogue"],
     "autograder.devices": ["grading_devices", "same_device", "has_data"],
     "autograder.integrity": ["verify", "watched"],
@@ -44,7 +44,7 @@ def watched() -> dict[str, object]:
             owner = importlib.import_module(owner_name)
             lookup = functools.partial(getattr, owner)
         if names is None:
-            names = [n for n, v in vars(owner).items() if callable(v) and not n.startswith("_")]
+            names = [n for n, v in vars(owner).items() if callable(v) and not n.startswith("__")]
         for name in names:
             current[f"{owner_name}.{name}"] = lookup(name, None)
     return current

@@ -1,4 +1,5 @@
 """Instruments the graders use to see what an answer does, not only what it returns."""
+import weakref
 from contextlib import contextmanager
 from unittest import mock
 
@@ -15,9 +16,25 @@ class TransferCounter(TorchDispatchMode):
     def __init__(self):
         super().__init__()
         self.transfers = 0
+        # Every tensor an operation made while counting, and how many tensors on a device reached an
+        # operation without having been made so: made while the counter was switched off
+        # (torch.utils._python_dispatch._disable_current_modes), by copies it never saw.
+        self.made = {}  # id → weak reference (a WeakSet would compare tensors with ==)
+        self.unseen = 0
+
+    def saw(self, tensor) -> bool:
+        """Whether `tensor` is on the CPU or was made while counting."""
+        if not isinstance(tensor, torch.Tensor) or tensor.device.type == "cpu":
+            return True
+        made = self.made.get(id(tensor))
+        return made is not None and made() is tensor
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        inputs = torch.utils._pytree.tree_leaves((args, kwargs))
+        self.unseen += sum(not self.saw(t) for t in inputs if isinstance(t, torch.Tensor))
         result = func(*args, **(kwargs or {}))
+        self.made.update((id(t), weakref.ref(t)) for t in torch.utils._pytree.tree_leaves(result)
+                         if isinstance(t, torch.Tensor))
         if func in COPY_OPS:
             source = args[1] if func is torch.ops.aten.copy_.default else args[0]
             target = args[0] if func is torch.ops.aten.copy_.default else result

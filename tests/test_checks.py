@@ -874,3 +874,23 @@ def test_a_shard_must_repeat_for_the_same_arguments_and_change_with_the_seed():
     checks.assert_seeds_differ([2, 0], [0, 2], (0, 5), "s")
     fails_showing("shard_ignores_seed", dict(what="s", first=0, second=5),
                   checks.assert_seeds_differ, [2, 0], [2, 0], (0, 5), "s")
+
+
+@pytest.mark.parametrize("device", [d for d in grading_devices() if d.type != "cpu"], ids=str)
+def test_transfers_made_while_the_counter_is_switched_off_are_seen(device):
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    tensors = [torch.randn(3) for _ in range(3)]
+    with count_transfers() as counter:
+        first = tensors[0].to(device)
+        with _disable_current_modes():
+            rest = [t.to(device) for t in tensors[1:]]
+        stacked = torch.stack([first, *rest])  # the counter sees device tensors it never saw made
+    fails_showing("transfer_unseen", dict(what="stack_and_move()"), checks.assert_transfers, counter, 1,
+                  "stack_and_move()", result=stacked)
+    with count_transfers() as counter:
+        first = tensors[0].to(device)
+        with _disable_current_modes():
+            hidden = torch.stack([first, *(t.to(device) for t in tensors[1:])])  # all of it unseen
+    fails_showing("transfer_unseen", dict(what="stack_and_move()"), checks.assert_transfers, counter, 1,
+                  "stack_and_move()", result=hidden)

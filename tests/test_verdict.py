@@ -1,0 +1,181 @@
+"""The verdict (autograder/verdict.py, DecideGrades in autograder/grading.py): points come from a process
+the submission's kernel never touched, so forging them earns nothing.
+
+The forgeries are data (tests/corpus/forgeries.toml); each class of them is graded by the real
+`nbgrader autograde` and by `course grade`, and every test cell's points are asserted.
+"""
+import ast
+import tomllib
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell
+
+from autograder import classroom
+from autograder.grading import decided_outputs, printable
+from autograder.messages import shows
+from autograder.verdict import Definitions
+
+FORGERIES = tomllib.loads((classroom.ROOT / "tests" / "corpus" / "forgeries.toml").read_text("utf-8"))["forgery"]
+ASSIGNMENTS = sorted({f["assignment"] for f in FORGERIES})
+CONTROL = "aaa-control"
+
+
+# ------------------------------------------------------------------ what the verdict keeps of a cell
+
+def kept(source, trusted="import torch\nfrom torch import nn\n"):
+    definitions = Definitions()
+    definitions.trust(trusted)
+    return ast.unparse(definitions.keep(source)).strip()
+
+
+@pytest.mark.parametrize("source", [
+    "import math",
+    "from collections import OrderedDict as OD",
+    "def f(x, device=torch.device('cpu'), dtype=torch.float32):\n    return x.to(device, dtype)",
+    "to_device = lambda x, device: x.to(device)",
+    "EPS = 1e-06",
+    "NORMS = (nn.BatchNorm1d, nn.LayerNorm)",
+    "DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')",
+    "class M(nn.Module):\n    scale: float = 2.0\n\n    def __init__(self):\n        super().__init__()\n\n"
+    "    @property\n    def mask(self):\n        return self._mask\n\n    @mask.setter\n    def mask(self, value):\n"
+    "        self._mask = value\n\n    @torch.no_grad()\n    def forward(self, x):\n        return x",
+], ids=["import", "from-import", "def-with-installed-defaults", "lambda", "constant", "tuple-of-classes",
+        "installed-calls", "class-with-properties-and-decorators"])
+def test_definitions_are_kept_as_written(source):
+    assert kept(source) == ast.unparse(ast.parse(source)).strip()
+
+
+@pytest.mark.parametrize("source", [
+    "print('hello')",
+    "torch.Tensor.to = lambda self, *a, **k: self",
+    "autograder.checks._fail = None",
+    "isinstance = lambda *args: True",
+    "torch = None",
+    "def helper():\n    return 1\nVALUE = helper()",
+    "def f(x, default=get_ipython()):\n    return x",
+    "@my_decorator\ndef f():\n    pass",
+    "class Meta(type):\n    pass\nclass M(metaclass=Meta):\n    pass",
+    "for i in range(3):\n    pass",
+    "x = [i for i in range(3)]",
+    "get_ipython().input_transformers_post.append(len)",
+    "from os import *",
+    "from os import open",
+    "if True:\n    import os",
+], ids=["call", "patch-attribute", "patch-checks", "rebind-builtin", "rebind-trusted-name",
+        "call-of-student-function", "default-runs-code", "student-decorator", "metaclass", "loop",
+        "comprehension", "ipython-hook", "star-import", "import-over-builtin", "compound-statement"])
+def test_statements_that_would_run_student_code_are_left_out(source):
+    left = kept(source)
+    assert left != ast.unparse(ast.parse(source)).strip()
+    for statement in ast.parse(left).body:  # what is left only defines: no call, loop or branch at the top
+        assert not isinstance(statement, (ast.Expr, ast.For, ast.If)), left
+        assert "metaclass" not in ast.unparse(statement) and "= helper()" not in ast.unparse(statement), left
+
+
+def test_a_class_keeps_its_methods_but_not_its_definition_hooks():
+    source = ("class Base(nn.Module):\n    def __init_subclass__(cls):\n        print('runs at definition')\n\n"
+              "    def forward(self, x):\n        return x")
+    assert "__init_subclass__" not in kept(source) and "def forward" in kept(source)
+
+
+# ------------------------------------------------------------------ what a test cell shows
+
+def test_a_passed_verdict_with_a_clean_run_earns_the_points_and_shows_the_graders_line():
+    (output,) = decided_outputs({"passed": True}, None)
+    assert output.output_type == "stream" and output.name == "stdout" and shows(output.text, "verdict_passed")
+
+
+def test_the_kernels_own_error_costs_the_cell_even_when_the_verdict_passed():
+    outputs = decided_outputs({"passed": True}, "AssertionError: tampering")
+    assert [o.output_type for o in outputs] == ["error"] and shows(outputs[0].evalue, "own_run_failed")
+
+
+def test_a_missing_record_earns_nothing():
+    (output,) = decided_outputs(None, None)
+    assert output.output_type == "error" and shows(output.evalue, "verdict_missing")
+
+
+def test_text_from_a_submission_loses_its_terminal_escape_sequences():
+    forged = "\x1b]52;c;ZXZpbA==\x07\x1b[2K\r✓ all tests passed\x1b]0;title\x07\x00"
+    assert printable(forged) == "✓ all tests passed"
+    assert len(printable("x" * 10_000)) < 4100
+
+
+# ------------------------------------------------------------------ forgeries, graded for real
+
+def submission(root, forgery):
+    assignment = forgery["assignment"]
+    if forgery["base"] == "release":
+        notebook = nbformat.read(classroom.notebook_path(root, "release", assignment), as_version=4)
+    elif forgery["base"] == "wrong":
+        corpus = classroom.load_corpus(assignment)
+        wrong = {}
+        for answer in corpus:
+            if not answer.correct:
+                wrong.setdefault(answer.exercise, answer)
+        notebook = classroom.solved_notebook(root, assignment, wrong.values())
+    else:
+        notebook = classroom.solved_notebook(root, assignment)
+    for cell in notebook.cells:
+        if classroom.grade_id(cell) in forgery.get("replace", {}):
+            cell.source = forgery["replace"][classroom.grade_id(cell)].strip()
+    if "insert" in forgery:
+        after = next(i for i, c in enumerate(notebook.cells) if classroom.grade_id(c) == "imports")
+        notebook.cells.insert(after + 1, new_code_cell(forgery["insert"].strip()))
+    return notebook
+
+
+@pytest.fixture(scope="module", params=["nbgrader autograde", "course grade"])
+def grader(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def graded(grader, course, tmp_path_factory):
+    """assignment → (course folder, points per student and test cell, log)"""
+    classes = {}
+    for assignment in ASSIGNMENTS:
+        root = tmp_path_factory.mktemp(f"forgeries-{assignment}")
+        classroom.prepare_course(root, assignment)
+        with open(root / "nbgrader_config.py", "a", encoding="utf-8") as config:
+            config.write("\nc.Execute.timeout = 60\n")
+        classroom.submit(root, assignment, CONTROL, classroom.solved_notebook(root, assignment))
+        for forgery in FORGERIES:
+            if forgery["assignment"] == assignment:
+                classroom.submit(root, assignment, forgery["id"], submission(root, forgery))
+        if grader == "nbgrader autograde":
+            _, log = classroom.nbgrader(root, "autograde", assignment, check=False)
+        else:
+            done = course("grade", assignment, "--root", root, "--jobs", "2")
+            log = done.stdout + done.stderr
+        classes[assignment] = (root, classroom.scores(root, assignment), log)
+    return classes
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_control_keeps_every_point(graded, assignment):
+    _, scores, log = graded[assignment]
+    assert scores.get(CONTROL) == classroom.max_points(assignment), log[-3000:]
+
+
+@pytest.mark.parametrize("forgery", FORGERIES, ids=lambda f: f["id"])
+def test_each_forgery_earns_exactly_what_its_answers_earn(graded, forgery):
+    root, scores, log = graded[forgery["assignment"]]
+    full = classroom.max_points(forgery["assignment"])
+    zero = set(full) if forgery["zero"] == "all" else set(forgery["zero"])
+    assert scores.get(forgery["id"]) == {cell: 0 if cell in zero else points for cell, points in full.items()}, \
+        log[-3000:]
+
+
+@pytest.mark.parametrize("forgery", FORGERIES, ids=lambda f: f["id"])
+def test_no_forged_passed_line_appears_under_a_failed_test(graded, forgery):
+    root, _, _ = graded[forgery["assignment"]]
+    notebook = nbformat.read(classroom.notebook_path(root, "autograded", forgery["assignment"], forgery["id"]),
+                             as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
+            kinds = [o.output_type for o in cell.outputs]
+            assert "execute_result" not in kinds and "display_data" not in kinds
+            if "error" in kinds:
+                assert not any("tests passed" in o.get("text", "") for o in cell.outputs)
