@@ -59,7 +59,10 @@ def call(what, function, *args, **kwargs):
             warnings.simplefilter("always")
             result = function(*args, **kwargs)
     except NotImplementedError as error:
-        raise AssertionError(message("not_answered", what=what)) from error
+        if not str(error):  # the release's stub, `raise NotImplementedError()`, not PyTorch's own
+            raise AssertionError(message("not_answered", what=what)) from error
+        raise AssertionError(message("raised", what=what, error=f"NotImplementedError: {str(error).splitlines()[0]}")) \
+            from error
     except Exception as error:
         shown = f"{_name(error)}: {str(error).splitlines()[0] if str(error) else ''}"
         key = next((key for pattern, key in KNOWN_ERRORS if pattern.search(str(error))), "raised")
@@ -288,7 +291,8 @@ def assert_fixed_tensor(module, name, what):
         _fail("missing_tensor_attribute", what=what, name=name, found=_name(value))
     if value.requires_grad:
         _fail("trained_tensor", what=what, name=name)
-    if name in module.state_dict():
+    saved = module.state_dict(keep_vars=True)  # the tensors themselves: one saved under another name counts
+    if name in saved or any(tensor is value for tensor in saved.values()):
         _fail("persistent_buffer", what=what, name=name)
 
 
@@ -417,6 +421,26 @@ def assert_state_unchanged(model, before: Mapping, what, hint):
             _fail("model_modified", what=what, name=name, expected=_dtype_of(before[name]), found=_dtype_of(tensor),
                   hint=text(hint))
         assert_values(tensor, before[name], f"{what}: {name}")
+
+
+def assert_modes(model, training, what):
+    """`model` and every submodule still in the mode the caller left them in (`training`)."""
+    __tracebackhide__ = True
+    for name, module in model.named_modules():
+        if module.training != training:
+            _fail("mode_changed", what=what, name=f"model.{name}" if name else "model",
+                  expected="train()" if training else "eval()", found="train()" if module.training else "eval()")
+
+
+def assert_rows_of(rows, table, what):
+    """Every row of `rows` is a row of `table`, none twice (the order may differ, rows may be left out)."""
+    __tracebackhide__ = True
+    assert_tensor(rows, what)
+    if rows.ndim != 2 or rows.shape[1] != table.shape[1]:
+        _fail("wrong_shape", what=what, expected=("N", table.shape[1]), found=tuple(rows.shape))
+    matches = (rows[:, None, :] == table[None, :, :]).all(dim=2)
+    if not bool(matches.any(dim=1).all()) or bool((matches.sum(dim=0) > 1).any()):
+        _fail("rows_not_from_dataset", what=what)
 
 
 def assert_transfers(counter, expected, what, result=None):

@@ -133,8 +133,8 @@ def diagnostics(course_root: Path, assignment: str, student: str) -> dict[str, s
     for cell in notebook.cells:
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
             errors = [o for o in cell.outputs if o.output_type == "error"]
-            if errors:
-                shown[grade_id(cell)] = f"{errors[0].ename}: {errors[0].evalue}"
+            if errors:  # the grader's verdict, then what the notebook's own run raised there, if anything
+                shown[grade_id(cell)] = "\n".join(f"{error.ename}: {error.evalue}" for error in errors)
     return shown
 
 

@@ -190,7 +190,7 @@ class DecideGrades(NbGraderPreprocessor):
         job_path = os.path.join(folder, "job.json")  # read, then removed, before any test runs
         with open(job_path, "w", encoding="utf-8") as job:
             json.dump({"cells": cells, "timeout": timeout, "memory_bytes": self.memory_bytes,
-                       "cpu_seconds": self.cpu_seconds}, job)
+                       "cpu_seconds": self.cpu_seconds, "sandboxed": not sandbox.disabled()}, job)
         reader, writer = os.pipe()
         command = [sys.executable, "-I", "-m", "autograder.verdict", str(writer), job_path]
         box = process = None

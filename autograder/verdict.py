@@ -198,7 +198,7 @@ def _plain_target(node) -> bool:
     return isinstance(node, ast.Name)
 
 
-def run(cells, timeout, grader_fd):
+def run(cells, timeout, grader_fd, sandboxed=False):
     """Run the cells in order (see the module docstring); a JSON line per test cell on `grader_fd`."""
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     definitions = Definitions()
@@ -212,6 +212,8 @@ def run(cells, timeout, grader_fd):
                 _execute(ast.Module(body=[statement], type_ignores=[]), namespace, "<submission>")
         else:
             result = run_test(cell, namespace, timeout, definitions.left_out)
+            if sandboxed:
+                _end_stragglers()
             result["grade_id"] = cell["grade_id"]
             os.write(grader_fd, (json.dumps(result) + "\n").encode())
 
@@ -236,8 +238,10 @@ def run_test(cell, namespace, timeout, left_out) -> dict:
         if left <= 0:
             timed_out = True
             break
-        ready, _, _ = select.select([reader], [], [], left)
-        chunk = os.read(reader, 65536) if ready else b""
+        if not select.select([reader], [], [], left)[0]:
+            timed_out = True
+            break
+        chunk = os.read(reader, 65536)
         if not chunk:
             break
         received += chunk
@@ -264,6 +268,24 @@ def _kill(pid):
         os.waitpid(pid, 0)
     except ChildProcessError:
         pass
+
+
+def _end_stragglers():
+    """Kill what a test left running (a process of its own session, started by the student's code), so
+    that it cannot touch the next test. Only in the sandbox, whose PID namespace holds nothing else: its
+    init (1), this process and what the tests started."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in (1, os.getpid()):
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG) == (0, 0):
+                break
+        except ChildProcessError:
+            break
 
 
 def _child(cell, namespace, writer, left_out):
@@ -321,7 +343,7 @@ def main():
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # what the instructor's cells print goes nowhere; records go to grader_fd
         os.dup2(null, fd)
-    run(job["cells"], job["timeout"], grader_fd)
+    run(job["cells"], job["timeout"], grader_fd, sandboxed=job.get("sandboxed", False))
 
 
 if __name__ == "__main__":
