@@ -42,6 +42,14 @@ c.GenerateFeedback.preprocessors = [
 ]
 from autograder.feedback import TEMPLATE, TEMPLATE_BASEDIRS  # noqa: E402
 
+# Every page built from a submission is sanitised: the formgrader's view of a submission (rendered by
+# HTMLExporter) and the feedback pages (FeedbackExporter, a subclass) drop scripts, event handlers,
+# `javascript:` links, iframes and active SVG from markdown and from HTML, SVG and JavaScript outputs,
+# with nbconvert's own sanitiser: its preprocessor (nbgrader's templates render markdown cells without
+# the `sanitize_html` filter), and the filter for what the base templates render. The feedback page
+# also forbids every script (Content-Security-Policy, autograder/templates/course_feedback).
+c.HTMLExporter.preprocessors = ["nbconvert.preprocessors.sanitize.SanitizeHTML"]
+c.HTMLExporter.sanitize_html = True
 # (configured on a subclass: HTMLExporter itself also renders the formgrader's own pages)
 c.GenerateFeedback.exporter_class = "autograder.feedback.FeedbackExporter"
 c.FeedbackExporter.template_name = TEMPLATE

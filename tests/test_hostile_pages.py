@@ -1,0 +1,107 @@
+"""A submission is hostile content too: the pages built from it (its feedback, and the formgrader's view of
+it that the instructor opens, logged in) run none of its code, in a real browser.
+
+The attacker's notebook carries scripts where a notebook can: a markdown cell, the written answer the
+instructor grades by hand, and the HTML, SVG and JavaScript outputs of a code cell. Each payload sets
+`window.__pwned` and tries to change the grade through the formgrader's API; the test looks in the page
+and in the gradebook.
+"""
+import shutil
+import time
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell
+from nbgrader.api import Gradebook
+
+from autograder import classroom
+from conftest import jupyter
+
+ASSIGNMENT = "a1_tensor_to"
+WRITTEN = "written_to_vs_module"
+ATTACKER, CONTROL = "attacker", "control"
+SET_PWNED = "window.__pwned=1;fetch('/formgrader/api/grades').catch(()=>0)"
+PAYLOAD = (f'<b>visible words</b><script>{SET_PWNED}</script><img src="x" onerror="{SET_PWNED}">'
+           f'<a id="js-link" href="javascript:{SET_PWNED}">a link</a><svg onload="{SET_PWNED}"><circle r="5"/></svg>'
+           f'<iframe srcdoc="<script>parent.__pwned=1</script>"></iframe>'
+           f'<details open ontoggle="{SET_PWNED}"><summary>s</summary></details>')
+OUTPUTS = f'''
+from IPython.display import HTML, SVG, Javascript, display
+display(HTML({PAYLOAD!r}))
+display(SVG('<svg xmlns="http://www.w3.org/2000/svg" onload="window.__pwned=1"><script>window.__pwned=1</script></svg>'))
+display(Javascript("window.__pwned = 1"))
+print("visible output")
+'''
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hostile-pages")
+    classroom.prepare_course(root, ASSIGNMENT)
+    classroom.submit(root, ASSIGNMENT, CONTROL, classroom.solved_notebook(root, ASSIGNMENT))
+    notebook = classroom.solved_notebook(root, ASSIGNMENT)
+    for cell in notebook.cells:
+        if classroom.grade_id(cell) == WRITTEN:
+            cell.source = "Tensor.to returns a new tensor. " + PAYLOAD
+    imports = next(i for i, c in enumerate(notebook.cells) if classroom.grade_id(c) == "imports")
+    notebook.cells.insert(imports + 1, new_markdown_cell("# My notes\n\n" + PAYLOAD))
+    notebook.cells.insert(imports + 2, new_code_cell(OUTPUTS.strip()))
+    classroom.submit(root, ASSIGNMENT, ATTACKER, notebook)
+    classroom.nbgrader(root, "autograde", ASSIGNMENT)
+    classroom.nbgrader(root, "generate_feedback", ASSIGNMENT, "--RequireHandGrading.allow_ungraded=True")
+    return root
+
+
+def assert_nothing_ran(page):
+    page.wait_for_timeout(1500)  # onload, onerror and ontoggle fire as the page settles
+    links = page.locator("#js-link")
+    if links.count():
+        links.first.click()
+        page.wait_for_timeout(300)
+    assert page.evaluate("() => window.__pwned") is None
+    # in the notebook's cells (the formgrader's own controls around them have handlers of their own)
+    active = page.evaluate("""() => [...document.querySelectorAll('.cell *')]
+        .filter(e => [...e.attributes].some(a => a.name.startsWith('on') ||
+                                                   /^\\s*javascript:/i.test(a.value)))
+        .map(e => e.outerHTML.slice(0, 120))""")
+    assert active == []
+    assert page.locator(".cell iframe, .cell script").count() == 0
+
+
+def test_the_feedback_page_runs_nothing_of_the_submission_and_stays_readable(graded, page):
+    path = classroom.notebook_path(graded, "feedback", ASSIGNMENT, ATTACKER).with_suffix(".html")
+    html = path.read_text("utf-8")
+    assert "Content-Security-Policy" in html
+    page.goto(path.as_uri())
+    assert_nothing_ran(page)
+    assert page.get_by_text("visible words").count() >= 1
+    assert page.get_by_text("visible output").count() >= 1
+
+
+def test_the_formgrader_view_of_the_submission_runs_nothing_and_grades_stay(graded, page, tmp_path):
+    course = tmp_path / "course"
+    shutil.copytree(graded, course)
+    db_url = f"sqlite:///{course / 'gradebook.db'}"
+    with Gradebook(db_url) as gradebook:
+        before = {student: gradebook.find_submission(ASSIGNMENT, student).score for student in (ATTACKER, CONTROL)}
+        submission = gradebook.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, ATTACKER).id
+    calls = []
+    extension = "--ServerApp.jpserver_extensions=nbgrader.server_extensions.formgrader=True"
+    with jupyter("server", course, tmp_path, extension) as server:
+        page.set_extra_http_headers({"Authorization": f"token {server['token']}"})
+        page.on("request", lambda request: calls.append(request.url) if "/api/" in request.url and
+                request.method != "GET" else None)
+        page.goto(f"{server['url']}/formgrader/submissions/{submission}/?token={server['token']}")
+        page.wait_for_function("() => formgrader.grades.loaded && formgrader.comments.loaded", timeout=60_000)
+        assert_nothing_ran(page)
+        assert page.get_by_text("visible words").count() >= 1
+        time.sleep(1)
+    assert calls == []
+    with Gradebook(db_url) as gradebook:
+        assert {student: gradebook.find_submission(ASSIGNMENT, student).score for student in before} == before
+
+
+def test_the_submitted_notebook_still_holds_its_payload_for_the_record(graded):
+    """Sanitising is for the pages; the graded notebook itself keeps what the student submitted."""
+    notebook = nbformat.read(classroom.notebook_path(graded, "autograded", ASSIGNMENT, ATTACKER), as_version=4)
+    assert any("<script>" in cell.source for cell in notebook.cells if cell.cell_type == "markdown")
