@@ -1,7 +1,6 @@
 """nbgrader preprocessors for grading untrusted submissions (configured in nbgrader_config.py)."""
 import json
 import os
-import re
 import select
 import shutil
 import subprocess
@@ -17,23 +16,12 @@ from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocess
 from traitlets import Integer
 
 from . import sandbox
-from .messages import message
+from .messages import message, printable
 from .sandbox import GradingKernelManager
 
 RECORDS_LIMIT = 4 * 2**20  # bytes of verdict records read from the verdict process
-SHOWN_LIMIT = 4000  # characters of the kernel's own error copied into a test cell's feedback
-# terminal control sequences and control characters (but newline and tab) of text from a submission
-CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def is_test_cell(cell) -> bool:
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
-
-
-def printable(text: str, limit: int = SHOWN_LIMIT) -> str:
-    """Text from a submission, safe for a terminal, a log and a page: no escape sequences, bounded."""
-    text = CONTROL.sub("", str(text))
-    return text if len(text) <= limit else text[:limit] + " …"
 
 
 class ForgetUnknownCells(NbGraderPreprocessor):

@@ -6,6 +6,8 @@ from functools import cache
 from importlib import resources
 
 LANGUAGES = ("en", "zh")
+# terminal control sequences and control characters (but newline and tab) of text from a submission
+CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,27 @@ def message(key: str, **fields) -> str:
 def _fill(template: str, lang: str, fields: dict) -> str:
     return template.format(**{k: getattr(v, lang) if isinstance(v, Bilingual) else v
                               for k, v in fields.items()})
+
+
+class Diagnostic(AssertionError):
+    """A failed check, keeping its message key and fields: the verdict (autograder/verdict.py) sends
+    these, not the text, so that the grader renders the text again from parts it has checked."""
+
+    def __init__(self, key: str, **fields):
+        self.key, self.fields = key, fields
+        super().__init__(message(key, **fields))
+
+
+@cache
+def fixed_texts() -> dict[str, str]:
+    """English text → key, for every message without fields (the hints a diagnostic embeds)."""
+    return {entry["en"]: key for key, entry in catalogue().items() if "{" not in entry["en"]}
+
+
+def printable(text: str, limit: int = 4000) -> str:
+    """Text from a submission, safe for a terminal, a log and a page: no escape sequences, bounded."""
+    text = CONTROL.sub("", str(text))
+    return text if len(text) <= limit else text[:limit] + " …"
 
 
 def fingerprint(key: str) -> Bilingual:

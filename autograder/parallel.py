@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import forkserver
-from .messages import Bilingual, text
+from .messages import Bilingual, printable, text
 from .sandbox import GradingKernelManager
 
 BUSY_TIMEOUT_S = 300
@@ -222,7 +222,8 @@ def _error_line(error: str) -> str:
     lines = [line.strip() for line in error.splitlines() if line.strip()]
     named = [line for line in lines if re.match(r"[\w.]+(Error|Exception): ", line)
              and "Please see the" not in line]
-    return named[-1] if named else (lines[-1] if lines else "")
+    # it may quote the submission (a crafted notebook's text): no terminal escape sequence reaches the screen
+    return printable(named[-1] if named else (lines[-1] if lines else ""), 500)
 
 
 def _bar(done: int, total: int, width: int = 24) -> str:

@@ -53,7 +53,7 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 
-from .messages import message
+from .messages import message, printable
 
 NAME = "course-sandboxed-provisioner"
 NO_SANDBOX_VARIABLE = "COURSE_NO_SANDBOX"
@@ -467,7 +467,7 @@ class SandboxedProvisioner(LocalProvisioner):
             return
         lines = sandbox.output_text().splitlines()[-20:]
         self.log.warning("Kernel output (sandbox %s):\n%s", sandbox.work_dir,
-                         "\n".join(f"  kernel> {line}" for line in lines))
+                         "\n".join(f"  kernel> {printable(line, 500)}" for line in lines))
 
 
 class GradingKernelManager(AsyncKernelManager):

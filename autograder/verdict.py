@@ -26,6 +26,7 @@ import builtins
 import ctypes
 import json
 import os
+import re
 import select
 import signal
 import sys
@@ -253,8 +254,10 @@ def run_test(cell, namespace, timeout, left_out) -> dict:
         return {"passed": False, "key": "timed_out"}
     try:
         result = json.loads(received)
-        return {"passed": result["passed"] is True, "message": str(result.get("message", ""))[:RESULT_LIMIT]}
-    except (ValueError, KeyError, TypeError):
+        if result["passed"] is True:
+            return {"passed": True}
+        return {"passed": False, "message": render(result, cell["source"])}
+    except (ValueError, KeyError, TypeError, AttributeError):
         return {"passed": False, "key": "kernel_died"}  # it ended without a result: exit, crash, limit
 
 
@@ -306,20 +309,130 @@ def _child(cell, namespace, writer, left_out):
 
 
 def _test(cell, namespace, left_out) -> dict:
-    from .messages import message
+    """Run the test; a failure comes back as its message key and typed fields, never as text."""
+    from .messages import Diagnostic
 
     try:
         exec(compile(cell["source"], f"<test {cell['grade_id']}>", "exec", dont_inherit=True), namespace)
-    except AssertionError as failure:
-        return {"passed": False, "message": str(failure)}
+    except Diagnostic as failure:
+        return {"passed": False, "key": failure.key,
+                "fields": {name: _typed(value) for name, value in failure.fields.items()}}
+    except AssertionError:  # a bare `assert` of a test: no course message to show
+        return {"passed": False, "key": "verdict_failed"}
     except NameError as error:
-        name = getattr(error, "name", None) or str(error)
+        name = getattr(error, "name", None) or ""
         key = "verdict_left_out" if name in left_out else "verdict_not_defined"
-        return {"passed": False, "message": message(key, name=name)}
+        return {"passed": False, "key": key, "fields": {"name": {"str": name}}}
     except BaseException as error:  # noqa: BLE001: SystemExit, KeyboardInterrupt, a test's own error
-        first = str(error).splitlines()[0] if str(error) else ""
-        return {"passed": False, "message": message("verdict_raised", error=f"{type(error).__name__}: {first}")}
+        return {"passed": False, "key": "verdict_raised", "fields": {"error": {"str": type(error).__name__}}}
     return {"passed": True}
+
+
+def _typed(value) -> dict:
+    """A diagnostic's field as a typed value the parent can check (see `render`)."""
+    import torch
+
+    from .messages import Bilingual, fixed_texts
+
+    if isinstance(value, Bilingual):
+        return {"text": fixed_texts().get(value.en, "")}
+    if isinstance(value, torch.device):
+        return {"device": str(value)}
+    if isinstance(value, torch.dtype):
+        return {"dtype": str(value)}
+    if isinstance(value, (bool, int, float)):
+        return {"number": value}
+    if isinstance(value, (tuple, list, torch.Size)) and all(type(v) is int for v in value):
+        return {"shape": list(value)}
+    return {"str": str(value)[:400]}
+
+
+# What a diagnostic may carry from the test's child, whose process the student's code shares: the grader
+# renders the text itself, from devices, dtypes, numbers, shapes and fixed hints, and from strings whose
+# every word is a word of the test cell itself (its names, its labels, the calls it describes), of
+# Python's and PyTorch's type names, a number, a device or a dtype. So feedback carries no hidden test,
+# however the student's code tries: a word the test does not contain is shown as "…".
+DEVICE = re.compile(r"(cpu|meta|cuda|mps)(:\d{1,2})?")
+NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?|nan|inf")
+SEPARATORS = re.compile(r"[\s,()\[\]{}'\"=:<>#/→…+*-]*")
+FIELD_LIMIT = 240  # characters of one field
+
+
+def render(result, source) -> str:
+    """The bilingual text of a test's failure, built here from the parts that passed their check."""
+    from .messages import catalogue, message, text
+
+    key, fields = result.get("key"), result.get("fields") or {}
+    if key not in catalogue() or not isinstance(fields, dict):
+        return message("verdict_failed")
+    words = _words(source)
+    shown = {}
+    for name, typed in fields.items():
+        if isinstance(name, str) and name.isidentifier() and isinstance(typed, dict) and len(typed) == 1:
+            shown[name] = _field(name, *typed.items(), words, text)
+    try:
+        return message(key, **shown)
+    except (KeyError, IndexError, ValueError, AttributeError):
+        return message("verdict_failed")
+
+
+def _field(name, item, words, text):
+    kind, value = item
+    if kind == "text" and isinstance(value, str) and value:
+        try:
+            return text(value)
+        except KeyError:
+            return "…"
+    if kind == "device" and isinstance(value, str) and DEVICE.fullmatch(value):
+        return value
+    if kind == "dtype" and isinstance(value, str) and value in _dtypes():
+        return value
+    if kind == "number" and type(value) in (int, float, bool):
+        return value
+    if kind == "shape" and isinstance(value, list) and len(value) <= 8 and all(type(v) is int for v in value):
+        return tuple(value)
+    if kind == "str" and name == "error" and isinstance(value, str):
+        # the exception's type, and of its text only PyTorch's own words for a mistake the checks know
+        kind_name, _, rest = value.partition(": ")
+        if not re.fullmatch(r"[A-Za-z_]\w{0,39}", kind_name):
+            return "…"
+        known = _known_error(rest)
+        return f"{kind_name}: {known} …" if known else kind_name
+    if kind == "str" and isinstance(value, str) and len(value) <= FIELD_LIMIT:
+        pieces = re.split(r"([\w.]+)", value)  # separators and words, alternately
+        if all(SEPARATORS.fullmatch(p) for p in pieces[0::2]) and all(_known(w, words) for w in pieces[1::2]):
+            return value
+    return "…"
+
+
+def _known(word, words) -> bool:
+    return (NUMBER.fullmatch(word) or DEVICE.fullmatch(word) or word in _dtypes()
+            or all(part in words or part.isdigit() for part in word.split(".") if part))
+
+
+def _words(source) -> set:
+    """The words a diagnostic may use: those of the test cell, and the names of Python's and PyTorch's
+    types and of the course's checks (what a message names as expected or found)."""
+    import torch
+
+    from . import checks
+
+    return (set(re.findall(r"\w+", source)) | set(dir(builtins)) | set(dir(torch)) | set(dir(torch.nn))
+            | set(dir(checks)) | {"device", "type", "index", "tensor", "ndarray", "NoneType", "OrderedDict", "mask"})
+
+
+def _dtypes() -> set:
+    import torch
+
+    return {str(v) for v in vars(torch).values() if isinstance(v, torch.dtype)}
+
+
+def _known_error(text) -> str | None:
+    """The words of PyTorch's error message that a check knows (checks.KNOWN_ERRORS), if any."""
+    from .checks import KNOWN_ERRORS
+
+    found = next((pattern.search(text) for pattern, _ in KNOWN_ERRORS if pattern.search(text)), None)
+    return found.group(0) if found else None
 
 
 def _not_dumpable():

@@ -5,6 +5,7 @@ The forgeries are data (tests/corpus/forgeries.toml); each class of them is grad
 `nbgrader autograde` and by `course grade`, and every test cell's points are asserted.
 """
 import ast
+import base64
 import tomllib
 
 import nbformat
@@ -12,7 +13,8 @@ import pytest
 from nbformat.v4 import new_code_cell
 
 from autograder import classroom
-from autograder.grading import decided_outputs, printable
+from autograder.grading import decided_outputs
+from autograder.messages import printable
 from autograder.messages import shows
 from autograder.verdict import Definitions
 
@@ -96,6 +98,32 @@ def test_a_missing_record_earns_nothing():
     assert output.output_type == "error" and shows(output.evalue, "verdict_missing")
 
 
+HIDDEN = 'for dtype in [torch.float64, torch.float16]:\n    what = f"to_device(<{dtype} tensor>, {target!r})"'
+
+
+@pytest.mark.parametrize("fields", [
+    {"what": {"str": "to_device(<torch.float64 tensor>, 'meta')"}, "error": {"str": "RuntimeError: " + HIDDEN}},
+    {"what": {"str": HIDDEN}, "error": {"str": "ValueError"}},
+    {"what": {"str": "to_device(x, 'meta')"}, "error": {"str": base64.b64encode(HIDDEN.encode()).decode()}},
+], ids=["in-the-error", "as-the-call", "base64"])
+def test_a_diagnostic_is_rendered_from_checked_parts_only(fields):
+    from autograder.verdict import render
+
+    shown = render({"key": "raised", "fields": fields}, source=HIDDEN)
+    assert "for dtype in" not in shown and base64.b64encode(HIDDEN.encode()).decode()[:12] not in shown
+    assert shows(shown, "raised")
+
+
+def test_a_diagnostic_keeps_the_words_of_its_test_and_its_devices_dtypes_and_numbers():
+    from autograder.verdict import render
+
+    fields = {"what": {"str": "to_device(<torch.float64 tensor>, 'meta')"}, "expected": {"dtype": "torch.float64"},
+              "found": {"dtype": "torch.float32"}, "hint": {"text": "dtype_hint_keep"}}
+    shown = render({"key": "wrong_dtype", "fields": fields}, source=HIDDEN)
+    assert "to_device(<torch.float64 tensor>, 'meta')" in shown and "torch.float32" in shown
+    assert shows(shown, "wrong_dtype") and shows(shown, "dtype_hint_keep")
+
+
 def test_text_from_a_submission_loses_its_terminal_escape_sequences():
     forged = "\x1b]52;c;ZXZpbA==\x07\x1b[2K\r✓ all tests passed\x1b]0;title\x07\x00"
     assert printable(forged) == "✓ all tests passed"
@@ -166,6 +194,20 @@ def test_each_forgery_earns_exactly_what_its_answers_earn(graded, forgery):
     zero = set(full) if forgery["zero"] == "all" else set(forgery["zero"])
     assert scores.get(forgery["id"]) == {cell: 0 if cell in zero else points for cell, points in full.items()}, \
         log[-3000:]
+
+
+@pytest.mark.parametrize("forgery", [f for f in FORGERIES if f.get("leaks")], ids=lambda f: f["id"])
+def test_no_hidden_test_reaches_the_graded_notebook(graded, forgery):
+    """What feedback is built from: no line of a hidden test, plain or base64-encoded, in any output."""
+    root, _, _ = graded[forgery["assignment"]]
+    source = nbformat.read(classroom.notebook_path(root, "source", forgery["assignment"]), as_version=4)
+    hidden = {line for line in classroom.hidden_lines(source, regions=("HIDDEN TESTS",)) if len(line) > 12}
+    encoded = {base64.b64encode(line.encode()).decode()[:16] for line in hidden}
+    notebook = nbformat.read(classroom.notebook_path(root, "autograded", forgery["assignment"], forgery["id"]),
+                             as_version=4)
+    shown = "\n".join(str(output) for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs)
+    assert hidden and not [line for line in hidden if line in shown]
+    assert not [piece for piece in encoded if piece in shown]
 
 
 @pytest.mark.parametrize("forgery", FORGERIES, ids=lambda f: f["id"])
