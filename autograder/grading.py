@@ -92,11 +92,31 @@ class SafeExecute(Execute):
     running onwards gets an error output, so its test earns zero instead of passing for want of output.
     """
 
+    # Outputs are bounded as they arrive, before nbgrader or a page ever holds them: a flood of displays
+    # or one huge line costs the submission its outputs, never the grader its memory. Errors and stderr
+    # are always kept (shortened), since they decide a cell's points.
+    max_outputs = Integer(200, help="Outputs kept per cell; later ones are dropped, with a note").tag(config=True)
+    max_output_chars = Integer(100_000, help="Characters of one output (a larger one becomes a note)").tag(config=True)
+    max_notebook_chars = Integer(20_000_000, help="Characters of all outputs of a notebook").tag(config=True)
+
     def __init__(self, *args, **kwargs):
         # every kernel in its own sandbox (autograder/sandbox.py); nbgrader's Execute would pick
         # jupyter_client's AsyncKernelManager
         kwargs["kernel_manager_class"] = GradingKernelManager
         super().__init__(*args, **kwargs)
+
+    def output(self, outs, msg, display_id, cell_index):
+        content = msg.get("content") or {}
+        deciding = msg["msg_type"] == "error" or msg["msg_type"] == "stream" and content.get("name") == "stderr"
+        size = _chars(content)
+        if not deciding and (len(outs) >= self.max_outputs or self._chars + size > self.max_notebook_chars):
+            self._dropped[cell_index] = self._dropped.get(cell_index, 0) + 1
+            return None
+        if size > self.max_output_chars:
+            content, size = _shortened(msg["msg_type"], content, self.max_output_chars), self.max_output_chars
+            self._dropped.setdefault(cell_index, 0)
+        self._chars += size
+        return super().output(outs, {**msg, "content": content}, display_id, cell_index)
 
     def preprocess(self, nb, resources, km=None):
         # The submission's kernel runs each test cell as released (visible tests only): the hidden
@@ -106,7 +126,7 @@ class SafeExecute(Execute):
             if is_test_cell(cell):
                 hidden[index] = cell.source
                 cell.source = released_source(cell, parent=self)
-        self._running = 0
+        self._running, self._chars, self._dropped = 0, 0, {}
         try:
             return super().preprocess(nb, resources, km=km)
         except (DeadKernelError, CellTimeoutError) as error:
@@ -123,7 +143,33 @@ class SafeExecute(Execute):
 
     def preprocess_cell(self, cell, resources, index):
         self._running = index
-        return super().preprocess_cell(cell, resources, index)
+        cell, resources = super().preprocess_cell(cell, resources, index)
+        if index in self._dropped:
+            cut = message("outputs_cut", dropped=self._dropped[index], outputs=self.max_outputs,
+                          chars=self.max_output_chars)
+            cell.outputs.append(NotebookNode(output_type="stream", name="stdout", text=cut + "\n"))
+        return cell, resources
+
+
+def _chars(content) -> int:
+    """About how many characters an output's content holds (its strings, however nested)."""
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, dict):
+        return sum(_chars(value) for value in content.values())
+    if isinstance(content, list):
+        return sum(_chars(value) for value in content)
+    return 8
+
+
+def _shortened(kind, content, limit) -> dict:
+    """An output cut to `limit` characters: text shortened, a display too large to show replaced by a note."""
+    if kind == "stream":
+        return {**content, "text": str(content.get("text", ""))[:limit]}
+    if kind == "error":
+        return {**content, "evalue": str(content.get("evalue", ""))[:limit // 2],
+                "traceback": [str(line)[:1000] for line in content.get("traceback", [])[:40]]}
+    return {**content, "data": {"text/plain": message("output_too_large", chars=limit)}, "metadata": {}}
 
 
 def released_source(cell, parent=None) -> str:

@@ -210,6 +210,16 @@ def test_no_hidden_test_reaches_the_graded_notebook(graded, forgery):
     assert not [piece for piece in encoded if piece in shown]
 
 
+@pytest.mark.parametrize("forgery", [f for f in FORGERIES if f.get("flood")], ids=lambda f: f["id"])
+def test_a_flood_of_output_is_cut_with_a_note(graded, forgery):
+    root, _, _ = graded[forgery["assignment"]]
+    path = classroom.notebook_path(root, "autograded", forgery["assignment"], forgery["id"])
+    assert path.stat().st_size < 25 * 2**20
+    notebook = nbformat.read(path, as_version=4)
+    flooded = next(cell for cell in notebook.cells if "display(i)" in cell.source)
+    assert len(flooded.outputs) <= 202 and shows(flooded.outputs[-1].text, "outputs_cut")
+
+
 @pytest.mark.parametrize("forgery", FORGERIES, ids=lambda f: f["id"])
 def test_no_forged_passed_line_appears_under_a_failed_test(graded, forgery):
     root, _, _ = graded[forgery["assignment"]]
