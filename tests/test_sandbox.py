@@ -39,10 +39,11 @@ MODES = {"new process": GradingKernelManager, "forked": ForkedKernelManager}
 class Kernel:
     """A grading kernel (sandboxed) working in `work_dir`, driven synchronously."""
 
-    def __init__(self, manager_class, work_dir):
+    def __init__(self, manager_class, work_dir, extra_arguments=()):
         self.loop = asyncio.new_event_loop()
         self.manager = manager_class(kernel_name="python3")
-        self.run(self.manager.start_kernel(cwd=str(work_dir), env=dict(os.environ)))
+        self.run(self.manager.start_kernel(cwd=str(work_dir), env=dict(os.environ),
+                                           extra_arguments=list(extra_arguments)))
         self.client = self.manager.client()
         self.client.start_channels()
         self.run(self.client.wait_for_ready(timeout=180))
@@ -103,6 +104,44 @@ def kernel(request, course):
         del os.environ[CANARY]
     yield started
     started.shutdown()
+
+
+def keyctl(*arguments):
+    import ctypes
+    import platform
+
+    from autograder.kernel import KEYCTL
+
+    return ctypes.CDLL(None, use_errno=True).syscall(KEYCTL[platform.machine()], *arguments)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_grading_kernel_can_neither_read_nor_revoke_the_graders_keys(mode, course):
+    """The grader's session keyring holds a key; a grading kernel (as configured: it runs start_kernel
+    first) has a session keyring of its own and cannot read or revoke the grader's key."""
+    import ctypes
+
+    from autograder.kernel import kernel_arguments
+
+    secret = b"the grader's key"
+    key = ctypes.CDLL(None, use_errno=True).syscall(248 if os.uname().machine == "x86_64" else 217,  # add_key
+                                                     b"user", b"course-canary", secret, len(secret), -3)
+    assert key > 0
+    started = Kernel(MODES[mode], course / "autograded" / "me" / "a1", kernel_arguments(2**30, 60))
+    try:
+        found = started.evaluate(f"""
+            import ctypes, json, platform
+            number = {{"x86_64": 250, "aarch64": 219}}[platform.machine()]
+            libc = ctypes.CDLL(None, use_errno=True)
+            buffer = ctypes.create_string_buffer(64)
+            read = libc.syscall(number, 11, {key}, buffer, 64)  # KEYCTL_READ
+            revoked = libc.syscall(number, 3, {key})  # KEYCTL_REVOKE
+            print("RESULT", json.dumps([read, revoked, buffer.value.decode(errors="replace")]))
+        """)
+    finally:
+        started.shutdown()
+    assert found[0] == -1 and found[1] == -1 and secret.decode() not in found[2]
+    assert keyctl(11, key, ctypes.create_string_buffer(64), 64) == len(secret)  # still there, unrevoked
 
 
 def test_writes_only_its_own_folder(kernel, course):
