@@ -82,12 +82,12 @@ c.Execute.extra_arguments = kernel_arguments(memory_bytes=GRADING_MEMORY_BYTES, 
 c.DecideGrades.memory_bytes = GRADING_MEMORY_BYTES
 c.DecideGrades.cpu_seconds = 600
 
-# nbgrader's own autograde pipelines, with three changes: cells claiming unknown grade ids (forged or
-# duplicated test cells) become ordinary cells before OverwriteCells; a kernel that dies or hangs
+# nbgrader's own autograde pipelines, with three changes: cells with malformed nbgrader metadata or
+# claiming unknown grade ids (forged or duplicated test cells) become ordinary cells; a kernel that dies or hangs
 # costs only the cells that did not run; and the points of every test cell are decided by the verdict
 # process, which the submission's kernel cannot reach (DecideGrades, before SaveAutoGrades reads them).
 from nbgrader.converters import Autograde  # noqa: E402
-from nbgrader.preprocessors import Execute, OverwriteCells, SaveAutoGrades  # noqa: E402
+from nbgrader.preprocessors import DeduplicateIds, Execute, OverwriteCells, SaveAutoGrades  # noqa: E402
 
 
 def nbgrader_default(trait):
@@ -95,6 +95,7 @@ def nbgrader_default(trait):
 
 
 sanitize = nbgrader_default("sanitize_preprocessors")
+sanitize.insert(sanitize.index(DeduplicateIds), "autograder.grading.DropMalformedMetadata")
 sanitize.insert(sanitize.index(OverwriteCells), "autograder.grading.ForgetUnknownCells")
 # OverwriteCells that does not warn about test cells left as released (their hidden tests make the
 # checksum differ), so that a warning in the log means a test cell was really changed

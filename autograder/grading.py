@@ -24,6 +24,30 @@ def is_test_cell(cell) -> bool:
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
 
 
+class DropMalformedMetadata(NbGraderPreprocessor):
+    """Cells whose nbgrader metadata is not of the shape nbgrader writes lose it.
+
+    `"nbgrader": "a string"`, `"points": "lots"` or `"grade": "yes"` would make nbgrader's own
+    preprocessors fail (DeduplicateIds, OverwriteCells), and with them the whole notebook. The cell stays
+    as an ordinary cell: it runs, and earns nothing; OverwriteCells (`add_missing_cells`) puts a test cell
+    that lost its metadata back. Runs first, before DeduplicateIds.
+    """
+
+    def preprocess_cell(self, cell, resources, index):
+        if "nbgrader" in cell.metadata and not well_formed(cell.metadata["nbgrader"]):
+            self.log.warning("Cell %d has malformed nbgrader metadata: graded as an ordinary cell", index)
+            del cell.metadata["nbgrader"]
+        return cell, resources
+
+
+def well_formed(claimed) -> bool:
+    """nbgrader cell metadata of the shape nbgrader itself writes."""
+    flags = ("grade", "solution", "locked", "task")
+    return (isinstance(claimed, dict) and isinstance(claimed.get("grade_id", ""), str)
+            and all(isinstance(claimed.get(flag, False), bool) for flag in flags)
+            and (claimed.get("points") is None or type(claimed["points"]) in (int, float)))
+
+
 class ForgetUnknownCells(NbGraderPreprocessor):
     """Cells that claim a grade id the gradebook does not know lose their nbgrader metadata.
 
@@ -43,7 +67,7 @@ class ForgetUnknownCells(NbGraderPreprocessor):
         claimed = cell.metadata.get("nbgrader")
         if claimed is not None and claimed.get("grade_id") not in self.known:
             self.log.warning("Cell %d claims unknown grade id %r: graded as an ordinary cell",
-                             index, claimed.get("grade_id"))
+                             index, printable(claimed.get("grade_id"), 100))
             del cell.metadata["nbgrader"]
         return cell, resources
 

@@ -217,8 +217,10 @@ def _grade_one(job):
     return result["success"], _error_line(details), time.monotonic() - started
 
 
-def _error_line(error: str) -> str:
+def _error_line(error: str) -> str | Bilingual:
     """The line of nbgrader's traceback that names what went wrong (e.g. NotJSONError: ...)."""
+    if "RecursionError" in error and "JSON" in error:
+        return text("crafted_notebook")
     lines = [line.strip() for line in error.splitlines() if line.strip()]
     named = [line for line in lines if re.match(r"[\w.]+(Error|Exception): ", line)
              and "Please see the" not in line]

@@ -151,6 +151,16 @@ def submission(root, forgery):
     if "insert" in forgery:
         after = next(i for i, c in enumerate(notebook.cells) if classroom.grade_id(c) == "imports")
         notebook.cells.insert(after + 1, new_code_cell(forgery["insert"].strip()))
+    crafted = forgery.get("crafted")
+    if crafted == "bad-points":
+        for cell in notebook.cells:
+            if classroom.grade_id(cell) == "test_to_device":
+                cell.metadata.nbgrader.update(points="lots", grade="yes")
+    elif crafted == "metadata-not-a-dict":
+        notebook.cells[0].metadata["nbgrader"] = "not a dict"
+    elif crafted == "deep-nesting":
+        notebook.cells[0].metadata["deep"] = "NESTED"
+        return nbformat.writes(notebook).replace('"NESTED"', "[" * 100_000 + "]" * 100_000).encode()
     return notebook
 
 
@@ -171,7 +181,11 @@ def graded(grader, course, tmp_path_factory):
         classroom.submit(root, assignment, CONTROL, classroom.solved_notebook(root, assignment))
         for forgery in FORGERIES:
             if forgery["assignment"] == assignment:
-                classroom.submit(root, assignment, forgery["id"], submission(root, forgery))
+                made = submission(root, forgery)
+                if isinstance(made, bytes):
+                    classroom.submit(root, assignment, forgery["id"], raw=made)
+                else:
+                    classroom.submit(root, assignment, forgery["id"], made)
         if grader == "nbgrader autograde":
             _, log = classroom.nbgrader(root, "autograde", assignment, check=False)
         else:
@@ -187,7 +201,18 @@ def test_the_control_keeps_every_point(graded, assignment):
     assert scores.get(CONTROL) == classroom.max_points(assignment), log[-3000:]
 
 
-@pytest.mark.parametrize("forgery", FORGERIES, ids=lambda f: f["id"])
+GRADED = [f for f in FORGERIES if f.get("graded", True)]
+
+
+@pytest.mark.parametrize("forgery", [f for f in FORGERIES if not f.get("graded", True)], ids=lambda f: f["id"])
+def test_a_crafted_file_is_reported_and_the_class_graded(graded, grader, forgery):
+    _, scores, log = graded[forgery["assignment"]]
+    assert forgery["id"] not in scores and CONTROL in scores
+    if grader == "course grade":  # nbgrader autograde logs its own traceback
+        assert shows(log, forgery["shows"]), log[-3000:]
+
+
+@pytest.mark.parametrize("forgery", GRADED, ids=lambda f: f["id"])
 def test_each_forgery_earns_exactly_what_its_answers_earn(graded, forgery):
     root, scores, log = graded[forgery["assignment"]]
     full = classroom.max_points(forgery["assignment"])
@@ -220,7 +245,7 @@ def test_a_flood_of_output_is_cut_with_a_note(graded, forgery):
     assert len(flooded.outputs) <= 202 and shows(flooded.outputs[-1].text, "outputs_cut")
 
 
-@pytest.mark.parametrize("forgery", FORGERIES, ids=lambda f: f["id"])
+@pytest.mark.parametrize("forgery", GRADED, ids=lambda f: f["id"])
 def test_no_forged_passed_line_appears_under_a_failed_test(graded, forgery):
     root, _, _ = graded[forgery["assignment"]]
     notebook = nbformat.read(classroom.notebook_path(root, "autograded", forgery["assignment"], forgery["id"]),
