@@ -107,13 +107,14 @@ class OverwriteCellsQuietly(OverwriteCells):
 
 
 class SafeExecute(Execute):
-    """nbgrader's Execute, except that the kernel is sandboxed and a kernel that dies or hangs costs
-    only the cells it did not run.
+    """nbgrader's Execute, for a kernel that runs untrusted code: sandboxed, shown only the released
+    test cells, its outputs bounded, and a kernel that dies or hangs costs only the cells it did not run.
 
     When student code ends the kernel (`os._exit`, a segfault, the memory or CPU-time limit), or hangs
     in a way the interrupt cannot stop, nbclient raises and nbgrader would record no grade at all for
     the notebook. Here the cells that ran keep their outputs, and every code cell from the one that was
     running onwards gets an error output, so its test earns zero instead of passing for want of output.
+    The points themselves are decided afterwards, by DecideGrades.
     """
 
     # Outputs are bounded as they arrive, before nbgrader or a page ever holds them: a flood of displays

@@ -39,6 +39,19 @@ SAFE_BUILTINS = {"abs", "bool", "bytes", "complex", "dict", "divmod", "float", "
                  "list", "max", "min", "pow", "range", "repr", "round", "set", "slice", "sorted", "str",
                  "sum", "tuple", "zip", "reversed", "enumerate"}
 SAFE_DECORATORS = {"property", "staticmethod", "classmethod"}
+# installed callables a constant expression or a decorator may call (by their full name, whatever the
+# import's alias): constructors and questions that change no state. Anything else found through an import
+# may not run at definition time: `torch.__dict__.update(...)`, `torch.set_default_dtype(...)`,
+# `torch.library.impl(...)` or `atexit.register` would change what every test computes.
+INSTALLED_CALLS = {
+    "torch.device", "torch.tensor", "torch.zeros", "torch.ones", "torch.full", "torch.empty", "torch.arange",
+    "torch.linspace", "torch.eye", "torch.cuda.is_available", "torch.cuda.device_count",
+    "torch.backends.mps.is_available", "torch.accelerator.is_available", "torch.accelerator.current_accelerator",
+    "torch.no_grad", "torch.inference_mode", "torch.enable_grad", "torch.autocast", "torch.amp.autocast",
+    "collections.namedtuple", "collections.OrderedDict", "typing.NamedTuple", "dataclasses.dataclass",
+    "dataclasses.field", "functools.wraps", "functools.partial", "functools.cache", "functools.lru_cache",
+    "math.sqrt", "math.log", "math.exp", "math.prod", "math.ceil", "math.floor",
+}
 PROPERTY_PARTS = {"setter", "getter", "deleter"}
 # methods Python would call on the student's behalf while a later class is being defined
 DEFINITION_HOOKS = {"__init_subclass__", "__set_name__", "__class_getitem__", "__mro_entries__", "__prepare__"}
@@ -54,7 +67,7 @@ class Definitions:
     """
 
     def __init__(self):
-        self.modules: set[str] = set()
+        self.modules: dict[str, str] = {}  # name → the module or object it was imported as
         self.trusted: set[str] = set(dir(builtins))
         self.left_out: list[str] = []  # what was not kept, for the diagnostic of a NameError
 
@@ -66,12 +79,12 @@ class Definitions:
             return
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                self.modules.update(_bound_by_import(node))
+                self.modules.update(_imported(node))
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 self.trusted.add(node.id)
             elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
                 self.trusted.add(node.name)
-        self.trusted |= self.modules
+        self.trusted |= set(self.modules)
 
     def keep(self, source) -> ast.Module:
         try:
@@ -88,18 +101,18 @@ class Definitions:
         return ast.Module(body=body, type_ignores=[])
 
     def _bind(self, node):
-        names = _targets(node)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            self.modules.update(names)
+            self.modules.update(_imported(node))
         else:
-            self.modules.difference_update(names)
+            for name in _targets(node):
+                self.modules.pop(name, None)
 
     def _kept(self, node) -> bool:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if isinstance(node, ast.ImportFrom) and (node.module == "__future__" or node.level):
                 return False
             names = _bound_by_import(node)
-            return "*" not in names and not (names & (self.trusted - self.modules))
+            return "*" not in names and not (names & (self.trusted - set(self.modules)))
         if any(name in self.trusted for name in _targets(node)):
             return False
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -143,38 +156,54 @@ class Definitions:
         return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
 
     def _decorator(self, node) -> bool:
-        if isinstance(node, ast.Name):
-            return node.id in SAFE_DECORATORS or node.id in self.modules
+        if isinstance(node, ast.Name) and node.id in SAFE_DECORATORS:
+            return True
         if isinstance(node, ast.Attribute) and node.attr in PROPERTY_PARTS and isinstance(node.value, ast.Name):
             return True  # @name.setter: property's own method
         if isinstance(node, ast.Call):
-            return self._installed(node.func) and self._safe(node)
-        return self._installed(node)
+            return self._safe(node)
+        return self._dotted(node) in INSTALLED_CALLS
 
-    def _installed(self, node) -> bool:
-        """`node` is a name bound by an import, or an attribute of one (`torch.no_grad`)."""
+    def _dotted(self, node) -> str | None:
+        """The full name of an imported object or public attribute of one (`nn.Module` → torch.nn.Module)."""
+        parts = []
         while isinstance(node, ast.Attribute):
+            if node.attr.startswith("_"):
+                return None
+            parts.append(node.attr)
             node = node.value
-        return isinstance(node, ast.Name) and node.id in self.modules
+        if not (isinstance(node, ast.Name) and node.id in self.modules):
+            return None
+        return ".".join([self.modules[node.id], *reversed(parts)])
 
     def _safe(self, node) -> bool:
-        """Evaluating `node` runs no code of the student's: constants, names, attributes, operators, and
-        calls of installed code (`torch.device("cpu")`, `tuple(...)`), never of a student's function."""
+        """Evaluating `node` runs no code of the student's and changes no state: constants, names, public
+        attributes, operators, and calls of the builtins and installed callables listed above."""
         if isinstance(node, ast.Lambda):
             arguments = node.args
             return all(self._safe(d) for d in [*arguments.defaults, *filter(None, arguments.kw_defaults)])
         if isinstance(node, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await, ast.ListComp, ast.SetComp,
                              ast.DictComp, ast.GeneratorExp, ast.Starred)):
             return False
+        if isinstance(node, ast.Attribute) and node.attr.startswith("__"):
+            return False  # `torch.__dict__`, `f.__globals__`
         if isinstance(node, ast.Call):
             func = node.func
             builtin = isinstance(func, ast.Name) and func.id in SAFE_BUILTINS
-            if not (builtin or self._installed(func)):
+            if not (builtin or self._dotted(func) in INSTALLED_CALLS):
                 return False
-        if isinstance(node, ast.Subscript) and not (self._installed(node.value) or
+        if isinstance(node, ast.Subscript) and not (self._dotted(node.value) or
                                                     isinstance(node.value, (ast.Tuple, ast.List, ast.Dict, ast.Constant))):
             return False  # a student class's __class_getitem__
         return all(self._safe(child) for child in ast.iter_child_nodes(node))
+
+
+def _imported(node) -> dict[str, str]:
+    """name → what it names, for the names an import binds (`import torch.nn as nn` → torch.nn)."""
+    if isinstance(node, ast.Import):
+        return {alias.asname or alias.name.split(".")[0]: alias.name if alias.asname else alias.name.split(".")[0]
+                for alias in node.names}
+    return {alias.asname or alias.name: f"{node.module}.{alias.name}" for alias in node.names}
 
 
 def _bound_by_import(node) -> set[str]:

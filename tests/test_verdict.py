@@ -42,8 +42,10 @@ def kept(source, trusted="import torch\nfrom torch import nn\n"):
     "class M(nn.Module):\n    scale: float = 2.0\n\n    def __init__(self):\n        super().__init__()\n\n"
     "    @property\n    def mask(self):\n        return self._mask\n\n    @mask.setter\n    def mask(self, value):\n"
     "        self._mask = value\n\n    @torch.no_grad()\n    def forward(self, x):\n        return x",
+    "from collections import namedtuple\nPair = namedtuple('Pair', 'first second')",
+    "import functools\n\n@functools.cache\ndef table():\n    return {}",
 ], ids=["import", "from-import", "def-with-installed-defaults", "lambda", "constant", "tuple-of-classes",
-        "installed-calls", "class-with-properties-and-decorators"])
+        "installed-calls", "class-with-properties-and-decorators", "namedtuple", "installed-decorator"])
 def test_definitions_are_kept_as_written(source):
     assert kept(source) == ast.unparse(ast.parse(source)).strip()
 
@@ -64,9 +66,16 @@ def test_definitions_are_kept_as_written(source):
     "from os import *",
     "from os import open",
     "if True:\n    import os",
+    "import autograder.checks\nX = autograder.checks.__dict__.update(assert_device=print)",
+    "import builtins\nX = vars(builtins).update(isinstance=print)",
+    "Y = torch.set_default_dtype(torch.float64)",
+    "import atexit\n\n@atexit.register\ndef f():\n    pass",
+    "Z = torch.library.Library('aten', 'IMPL')",
 ], ids=["call", "patch-attribute", "patch-checks", "rebind-builtin", "rebind-trusted-name",
         "call-of-student-function", "default-runs-code", "student-decorator", "metaclass", "loop",
-        "comprehension", "ipython-hook", "star-import", "import-over-builtin", "compound-statement"])
+        "comprehension", "ipython-hook", "star-import", "import-over-builtin", "compound-statement",
+        "installed-dict-updated", "builtins-updated", "global-state-changed", "installed-decorator-with-effects",
+        "operator-library"])
 def test_statements_that_would_run_student_code_are_left_out(source):
     left = kept(source)
     assert left != ast.unparse(ast.parse(source)).strip()
