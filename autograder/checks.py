@@ -354,11 +354,12 @@ def _clipped(grads: Mapping, max_norm):
     return {name: g.detach().cpu().double() * coef for name, g in grads.items()}
 
 
-def assert_amp_gradients(model, raw: Mapping, scale, max_norm, what, atol=1e-5):
+def assert_amp_gradients(model, raw: Mapping, scale, max_norm, what, atol=1e-5, stale=None):
     """Each `.grad` is this batch's gradient `raw` (name → tensor, unscaled), clipped to `max_norm` after unscaling.
 
     A mismatch names the classic mistake when the gradients match it: clipping while still scaled (before
-    `unscale_`, or with no `unscale_` at all), backward on the unscaled loss, no clipping; else stale gradients.
+    `unscale_`, or with no `unscale_` at all), backward on the unscaled loss, no clipping, gradients not
+    cleared (`stale`: the value every `.grad` held before the call); else it says what the recipe is.
     """
     __tracebackhide__ = True
     found = {}
@@ -383,7 +384,9 @@ def assert_amp_gradients(model, raw: Mapping, scale, max_norm, what, atol=1e-5):
         _fail("amp_unscaled_backward", what=what, scale=f"{scale:g}")
     if largest({n: g.detach().cpu().double() for n, g in raw.items()}) <= atol:
         _fail("amp_not_clipped", what=what, name=name, diff=f"{diff:.3g}")
-    _fail("stale_gradients", what=what, diff=f"{diff:.3g}", name=name)
+    if stale is None or largest(_clipped({n: g + stale / scale for n, g in raw.items()}, max_norm)) <= atol:
+        _fail("stale_gradients", what=what, diff=f"{diff:.3g}", name=name)  # the old gradients were added in
+    _fail("amp_wrong_gradients", what=what, diff=f"{diff:.3g}", name=name)
 
 
 def assert_outside_autocast(autocast_in_backward, what):

@@ -447,7 +447,13 @@ def _words(source) -> set:
     from . import checks
 
     return (set(re.findall(r"\w+", source)) | set(dir(builtins)) | set(dir(torch)) | set(dir(torch.nn))
-            | set(dir(checks)) | {"device", "type", "index", "tensor", "ndarray", "NoneType", "OrderedDict", "mask"})
+            | set(dir(checks)) | PARAMETER_NAMES
+            | {"device", "type", "index", "tensor", "ndarray", "NoneType", "OrderedDict", "mask", "module"})
+
+
+# what torch.nn's layers call their parameters and buffers ("body.0.weight", "bn.running_mean")
+PARAMETER_NAMES = {"weight", "bias", "running_mean", "running_var", "num_batches_tracked", "in_proj_weight",
+                   "in_proj_bias", "out_proj", "weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"}
 
 
 def _dtypes() -> set:

@@ -616,6 +616,17 @@ def test_amp_gradients_name_each_scaler_mistake(max_norm):
                   checks.assert_amp_gradients, with_gradients(stale), RAW, scale, max_norm, "s")
 
 
+def test_amp_gradients_blame_stale_gradients_only_when_they_are_stale():
+    scale, max_norm = 1024.0, 2.5
+    accumulated = {n: g + 100.0 / scale for n, g in RAW.items()}  # no zero_grad: the old 100 unscaled, added in
+    not_cleared = {n: g.float() for n, g in checks._clipped(accumulated, max_norm).items()}
+    fails_with("stale_gradients", checks.assert_amp_gradients, with_gradients(not_cleared), RAW, scale, max_norm,
+               "s", stale=100.0)
+    halved = {n: g * 0.5 * min(1.0, max_norm / 5) for n, g in RAW.items()}  # wrong, and not for want of zero_grad
+    fails_with("amp_wrong_gradients", checks.assert_amp_gradients, with_gradients(halved), RAW, scale, max_norm,
+               "s", stale=100.0)
+
+
 def test_amp_gradients_name_a_missing_clip_and_a_missing_gradient():
     fails_showing("amp_not_clipped", dict(what="s", name="weight", diff="2"), checks.assert_amp_gradients,
                   with_gradients(RAW), RAW, 1024.0, 2.5, "s")
