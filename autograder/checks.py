@@ -16,7 +16,7 @@ from torch import nn
 
 from . import integrity
 from .devices import has_data, same_device
-from .messages import Diagnostic, text
+from .messages import diagnostic, text
 
 # Read a tensor's device and dtype through PyTorch's C type, which Python code cannot patch, and accept
 # only real tensors: a patched `torch.Tensor.device` or an imitation object cannot fake a result.
@@ -43,7 +43,7 @@ def _name(obj) -> str:
 
 def _fail(key, **fields):
     __tracebackhide__ = True
-    raise Diagnostic(key, **fields)
+    raise diagnostic(key, **fields)
 
 
 def call(what, function, *args, **kwargs):
@@ -60,12 +60,12 @@ def call(what, function, *args, **kwargs):
             result = function(*args, **kwargs)
     except NotImplementedError as error:
         if not str(error):  # the release's stub, `raise NotImplementedError()`, not PyTorch's own
-            raise Diagnostic("not_answered", what=what) from error
-        raise Diagnostic("raised", what=what, error=f"NotImplementedError: {str(error).splitlines()[0]}") from error
+            raise diagnostic("not_answered", what=what) from error
+        raise diagnostic("raised", what=what, error=f"NotImplementedError: {str(error).splitlines()[0]}") from error
     except Exception as error:
         shown = f"{_name(error)}: {str(error).splitlines()[0] if str(error) else ''}"
         key = next((key for pattern, key in KNOWN_ERRORS if pattern.search(str(error))), "raised")
-        raise Diagnostic(key, what=what, error=shown) from error
+        raise diagnostic(key, what=what, error=shown) from error
     integrity.verify(what)
     return result
 

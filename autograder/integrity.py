@@ -91,6 +91,6 @@ def verify(what="grading"):
     """Raise a bilingual AssertionError when anything watched was replaced."""
     found = tampered()
     if found:
-        from .messages import Diagnostic
+        from .messages import diagnostic
 
-        raise Diagnostic("tampering", what=what, names=", ".join(found[:8]))
+        raise diagnostic("tampering", what=what, names=", ".join(found[:8]))

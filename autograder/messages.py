@@ -41,13 +41,13 @@ def _fill(template: str, lang: str, fields: dict) -> str:
                               for k, v in fields.items()})
 
 
-class Diagnostic(AssertionError):
-    """A failed check, keeping its message key and fields: the verdict (autograder/verdict.py) sends
-    these, not the text, so that the grader renders the text again from parts it has checked."""
-
-    def __init__(self, key: str, **fields):
-        self.key, self.fields = key, fields
-        super().__init__(message(key, **fields))
+def diagnostic(key: str, **fields) -> AssertionError:
+    """A failed check as the AssertionError students know, carrying its message key and fields: the
+    verdict (autograder/verdict.py) sends these, not the text, so that the grader renders the text again
+    from parts it has checked."""
+    failure = AssertionError(message(key, **fields))
+    failure.course_key, failure.course_fields = key, fields
+    return failure
 
 
 @cache

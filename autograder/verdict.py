@@ -339,15 +339,14 @@ def _child(cell, namespace, writer, left_out):
 
 def _test(cell, namespace, left_out) -> dict:
     """Run the test; a failure comes back as its message key and typed fields, never as text."""
-    from .messages import Diagnostic
-
     try:
         exec(compile(cell["source"], f"<test {cell['grade_id']}>", "exec", dont_inherit=True), namespace)
-    except Diagnostic as failure:
-        return {"passed": False, "key": failure.key,
-                "fields": {name: _typed(value) for name, value in failure.fields.items()}}
-    except AssertionError:  # a bare `assert` of a test: no course message to show
-        return {"passed": False, "key": "verdict_failed"}
+    except AssertionError as failure:  # a check's (messages.diagnostic), or a bare `assert` of a test
+        fields = getattr(failure, "course_fields", None)
+        if not isinstance(fields, dict):
+            return {"passed": False, "key": "verdict_failed"}
+        return {"passed": False, "key": getattr(failure, "course_key", "verdict_failed"),
+                "fields": {name: _typed(value) for name, value in fields.items()}}
     except NameError as error:
         name = getattr(error, "name", None) or ""
         key = "verdict_left_out" if name in left_out else "verdict_not_defined"
