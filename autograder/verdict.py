@@ -21,6 +21,7 @@ sockets) in a sandbox of its own, in a fresh empty folder, and sends it the note
 What is still in reach: a student's function body runs, when a test calls it, in that test's child,
 next to the checks of that one test cell (README, "Threat model").
 """
+import __future__
 import ast
 import builtins
 import ctypes
@@ -33,7 +34,7 @@ import sys
 import time
 
 RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
-ANNOTATIONS = 0x1000000  # __future__.annotations.compiler_flag: annotations are never evaluated
+ANNOTATIONS = __future__.annotations.compiler_flag  # a student's annotations are never evaluated
 # builtins a constant expression may call: they run no student code
 SAFE_BUILTINS = {"abs", "bool", "bytes", "complex", "dict", "divmod", "float", "frozenset", "int", "len",
                  "list", "max", "min", "pow", "range", "repr", "round", "set", "slice", "sorted", "str",
@@ -465,7 +466,7 @@ def _known_error(text) -> str | None:
     """The words of PyTorch's error message that a check knows (checks.KNOWN_ERRORS), if any."""
     from .checks import KNOWN_ERRORS
 
-    found = next((pattern.search(text) for pattern, _ in KNOWN_ERRORS if pattern.search(text)), None)
+    found = next(filter(None, (pattern.search(text) for pattern, _ in KNOWN_ERRORS)), None)
     return found.group(0) if found else None
 
 
