@@ -25,7 +25,7 @@ so a forked kernel must enter one before it runs anything, and must carry nothin
    which is therefore inside the sandbox's PID namespace. The middle process exits.
 3. The kernel, before any student code: drops every capability the join gave it in the sandbox's user
    namespace (bounding set, ambient, effective, permitted; no_new_privs) and checks that none is
-   left, leads its own session, closes every inherited file descriptor except its standard streams
+   left, installs the sandbox's seccomp filter (no tracing, as bwrap's `--seccomp`), leads its own session, closes every inherited file descriptor except its standard streams
    (stdout and stderr go to a pipe read by the grader, not to the grader's terminal), takes the clean
    sandbox environment, and only then becomes `python -m ipykernel_launcher`. The server was started
    with that clean environment too, so even `/proc/self/environ` (the memory the fork copied) holds
@@ -57,6 +57,7 @@ import sys
 import time
 import traceback
 
+from .kernel import refuse_tracing
 from .sandbox import SandboxedProvisioner
 
 NAME = "course-forked-provisioner"
@@ -331,6 +332,7 @@ def _run_kernel(request, ready_writer, output, middle):
     try:
         if request["sandboxed"]:
             _drop_privileges()
+            refuse_tracing()  # what bwrap's --seccomp gives a kernel it starts itself
         os.setsid()  # like Popen(start_new_session=True): signals reach the kernel's whole group
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         if output is not None:

@@ -48,3 +48,49 @@ def limit_resources(memory_bytes=None, cpu_seconds=None):
         # address space: CUDA's huge PROT_NONE reservations and the mapped libraries of the CUDA build
         # do not count, so the same limit holds with and without CUDA (RLIMIT_AS would break CUDA).
         resource.setrlimit(resource.RLIMIT_DATA, (memory_bytes, memory_bytes))
+
+
+# Seccomp: a sandbox's processes may not trace or read the memory of another process (ptrace,
+# process_vm_readv/writev), not even of the sandbox's own init. A classic BPF program, the form both
+# `bwrap --seccomp FD` and prctl(PR_SET_SECCOMP) take. System call numbers per architecture; on any
+# other architecture there is no filter (the rest of the sandbox still holds).
+AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+NO_TRACING_CALLS = {"x86_64": (101, 310, 311), "aarch64": (117, 270, 271)}  # ptrace, process_vm_readv, _writev
+X32_SYSCALL_BIT = 0x40000000  # x86_64's x32 ABI: its calls are refused as a whole
+_BPF_LD_ARCH, _BPF_LD_NR = (0x20, 0, 0, 4), (0x20, 0, 0, 0)  # BPF_LD|BPF_W|BPF_ABS, seccomp_data.arch / .nr
+_BPF_JEQ, _BPF_JGE, _BPF_RET = 0x15, 0x35, 0x06
+_RET_ALLOW, _RET_EPERM = 0x7FFF0000, 0x00050001  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+
+
+def no_tracing_filter() -> bytes | None:
+    """The compiled filter (struct sock_filter[]), or None where the architecture is not known."""
+    import platform
+    import struct
+
+    machine = platform.machine()
+    if machine not in AUDIT_ARCH:
+        return None
+    refused = NO_TRACING_CALLS[machine]
+    checks = [(_BPF_JGE, X32_SYSCALL_BIT)] if machine == "x86_64" else []
+    checks += [(_BPF_JEQ, number) for number in refused]
+    program = [_BPF_LD_ARCH, (_BPF_JEQ, 0, len(checks) + 2, AUDIT_ARCH[machine]), _BPF_LD_NR]
+    for position, (jump, value) in enumerate(checks):
+        program.append((jump, len(checks) - position, 0, value))  # match: on to the EPERM at the end
+    program += [(_BPF_RET, 0, 0, _RET_ALLOW), (_BPF_RET, 0, 0, _RET_EPERM)]
+    return b"".join(struct.pack("HBBI", *instruction) for instruction in program)
+
+
+def refuse_tracing():
+    """Install the filter in this process (and so in everything it starts); needs no_new_privs set."""
+    import ctypes
+
+    program = no_tracing_filter()
+    if program is None:
+        return
+
+    class Program(ctypes.Structure):  # struct sock_fprog
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(22, 2, ctypes.byref(Program(len(program) // 8, program)), 0, 0) != 0:  # PR_SET_SECCOMP, FILTER
+        raise OSError(ctypes.get_errno(), "installing the seccomp filter failed")

@@ -18,9 +18,12 @@ bubblewrap (`bwrap`, Debian's `bubblewrap`, the sandbox under Flatpak), so that 
   server, joins its namespaces), the sandbox dies with the grading process (`--die-with-parent`), and
   when the kernel ends, the sandbox's PID namespace ends and takes every process it started with it.
 
-Jupyter talks to the kernel over Unix sockets (`KernelManager.transport = "ipc"`) in a folder of its
-own, the only other path bound writable into the sandbox (the connection file in it read-only). TCP
-cannot cross the network namespace.
+Jupyter talks to the kernel over Unix sockets (`KernelManager.transport = "ipc"`). They live in a
+1 MiB tmpfs of the sandbox's own, which the grader reaches through a link into the sandbox's mounts
+(`/proc/PID/root/...`), so nothing the kernel writes there lands on the grader's disk; the connection
+file is bound read-only. TCP cannot cross the network namespace. A seccomp filter refuses `ptrace` and
+`process_vm_readv/writev` to every process of the sandbox (autograder/kernel.py), so the kernel cannot
+trace even the sandbox's init.
 
 After the sandbox is gone, before nbgrader writes into the working folder again, the folder is made
 safe to handle: links, pipes and sockets the submission created are removed (nbgrader would otherwise
@@ -53,6 +56,7 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 
+from .kernel import no_tracing_filter
 from .messages import message, printable
 
 NAME = "course-sandboxed-provisioner"
@@ -72,6 +76,7 @@ HOST_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/lo
 # a working folder that holds one of these is (part of) a course folder: never writable by a kernel
 COURSE_MARKERS = ("nbgrader_config.py", "gradebook.db", "source", "submitted", "autograded", "release")
 OUTPUT_KEPT = 8192  # bytes of a kernel's own stdout/stderr kept for the grader's log
+SOCKETS_BYTES = 1 * 2**20  # the sockets' own tmpfs: sockets take no space, nothing else belongs there
 PRIVATE_PREFIX = "course-kernel-"  # + the grading process's pid: a sandbox's private folder in /tmp
 
 
@@ -180,9 +185,10 @@ class KernelSandbox:
             raise SandboxError(message("sandbox_course_folder", folder=self.work_dir, found=found))
         _remove_stale_private_folders()
         self.private = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-"))  # mode 0700
-        self.run_dir = self.private / "run"   # sockets: the kernel binds them, Jupyter connects
-        self.run_dir.mkdir()
-        self.connection_file = str(self.run_dir / "kernel.json")
+        # sockets: the kernel binds them in a small tmpfs of the sandbox's own; Jupyter reaches them
+        # through the link made once the sandbox runs (`_link_sockets`)
+        self.run_dir = self.private / "run"
+        self.connection_file = str(self.private / "kernel.json")
         self.ipc_prefix = str(self.run_dir / "k")
         etc = self.private / "etc"
         etc.mkdir()
@@ -194,7 +200,7 @@ class KernelSandbox:
         self.output = deque(maxlen=OUTPUT_KEPT)
         self.closed = False
 
-    def arguments(self, env, command, info_fd) -> list[str]:
+    def arguments(self, env, command, info_fd, seccomp_fd=None) -> list[str]:
         args = [bwrap_command(), *_isolation(), "--info-fd", str(info_fd)]
         for path in HOST_DIRS:
             if os.path.islink(path):
@@ -220,11 +226,13 @@ class KernelSandbox:
         else:
             args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
         args += ["--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
-                 "--bind", str(self.run_dir), str(self.run_dir),
+                 "--size", str(SOCKETS_BYTES), "--tmpfs", str(self.run_dir),
                  "--bind", self.work_dir, self.work_dir, "--chdir", self.work_dir]
         if os.path.exists(self.connection_file):
             args += ["--ro-bind", self.connection_file, self.connection_file]
         args += ["--remount-ro", "/"]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
         for name, value in env.items():
             args += ["--setenv", name, value]
         return [*args, "--", *command]
@@ -245,14 +253,17 @@ class KernelSandbox:
     def _start(self, command, env, first_comm, keep_fds=()):
         info_reader, info_writer = os.pipe()
         output_reader, output_writer = os.pipe()
+        seccomp = _filter_file()
+        passed = [info_writer, *keep_fds, *([seccomp] if seccomp is not None else [])]
         try:
             self.bwrap = subprocess.Popen(
-                self.arguments(env, command, info_writer),
-                pass_fds=[info_writer, *keep_fds], stdin=subprocess.DEVNULL, stdout=output_writer, stderr=output_writer,
+                self.arguments(env, command, info_writer, seccomp),
+                pass_fds=passed, stdin=subprocess.DEVNULL, stdout=output_writer, stderr=output_writer,
                 start_new_session=True, cwd="/", env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
         finally:
-            os.close(info_writer)
-            os.close(output_writer)
+            for fd in (info_writer, output_writer, seccomp):
+                if fd is not None:
+                    os.close(fd)
         collector = threading.Thread(target=self._collect, args=(output_reader,), daemon=True)
         collector.start()
         with os.fdopen(info_reader, "rb") as reader:
@@ -264,6 +275,14 @@ class KernelSandbox:
         self.init_pid = json.loads(info)["child-pid"]
         self.init_pidfd = os.pidfd_open(self.init_pid)
         self.first_pid = self._first_process(first_comm)
+        self._link_sockets()
+
+    def _link_sockets(self):
+        """The sockets' folder, seen from outside: a link into the sandbox's own mounts (the same path
+        inside and out, so the connection file holds one address). Nothing the kernel writes there
+        reaches the grader's disk."""
+        if not self.run_dir.is_symlink():
+            os.symlink(f"/proc/{self.first_pid}/root{self.run_dir}", self.run_dir)
 
     def _first_process(self, comm, timeout=30):
         """The outer pid of the sandbox's first process, once it runs `command` (every mount, the
@@ -336,6 +355,17 @@ class KernelSandbox:
         if removed and self.log:
             self.log.warning(message("sandbox_cleaned", folder=self.work_dir, names=", ".join(removed[:8])))
         shutil.rmtree(self.private, ignore_errors=True)
+
+
+def _filter_file() -> int | None:
+    """A descriptor bwrap reads the seccomp filter from (autograder/kernel.py: no tracing)."""
+    program = no_tracing_filter()
+    if program is None:
+        return None
+    reader, writer = os.pipe()
+    os.write(writer, program)  # a few dozen bytes: the pipe holds them
+    os.close(writer)
+    return reader
 
 
 def _remove_stale_private_folders():

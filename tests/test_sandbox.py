@@ -6,6 +6,7 @@ Plain `nbgrader validate` from a course folder is sandboxed too, and grading ref
 sandbox cannot start unless the instructor turns it off explicitly.
 """
 import asyncio
+import errno
 import json
 import os
 import shutil
@@ -231,6 +232,46 @@ def test_no_capabilities_and_no_way_to_gain_them(kernel):
     assert all(int(status[name], 16) == 0 for name in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")), status
     assert status["NoNewPrivs"] == "1"
     assert uid == sandbox.SANDBOX_UID and not mounted and not nested
+
+
+def test_no_process_may_trace_or_read_another_not_even_the_sandboxs_init(kernel):
+    """Without the seccomp filter both calls succeed (same user, and a parent may trace its child)."""
+    attached, read = kernel.evaluate("""
+        import ctypes, json, os, time
+        libc = ctypes.CDLL(None, use_errno=True)
+        child = os.fork()
+        if child == 0:
+            time.sleep(60)
+            os._exit(0)
+        attached = {}
+        for name, pid in [("init", 1), ("own child", child)]:
+            attached[name] = [libc.ptrace(16, pid, 0, 0), ctypes.get_errno()]  # PTRACE_ATTACH
+        buffer = ctypes.create_string_buffer(8)
+        local = (ctypes.c_void_p * 2)(ctypes.addressof(buffer), 8)
+        read = [libc.process_vm_readv(child, local, 1, local, 1, 0), ctypes.get_errno()]
+        os.kill(child, 9)
+        os.waitpid(child, 0)
+        print("RESULT", json.dumps([attached, read]))
+    """)
+    assert attached == {"init": [-1, errno.EPERM], "own child": [-1, errno.EPERM]}
+    assert read == [-1, errno.EPERM]
+
+
+def test_its_sockets_folder_takes_nothing_of_the_graders_disk(kernel, course):
+    """The kernel binds its sockets in a 1 MiB tmpfs of its own; the grader reaches them by a link."""
+    folder, written = kernel.evaluate("""
+        import glob, json, os
+        folder = os.path.dirname(glob.glob("/tmp/course-kernel-*/run/k-1")[0])
+        try:
+            with open(os.path.join(folder, "filler"), "wb") as filler:
+                filler.write(bytes(4 * 2**20))
+            written = "all"
+        except OSError as error:
+            written = error.errno
+        print("RESULT", json.dumps([folder, written]))
+    """)
+    assert written == errno.ENOSPC
+    assert os.path.islink(folder) and os.readlink(folder).startswith("/proc/")
 
 
 def test_clean_environment_and_its_own_home(kernel):
