@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import uuid
 from pathlib import Path
 
@@ -227,6 +228,12 @@ def test_no_capabilities_and_no_way_to_gain_them(kernel):
         mounted = libc.mount(b"none", b"/tmp", b"tmpfs", 0, None) == 0 or \\
                   libc.mount(b"none", b"/usr", b"none", 32 | 4096, None) == 0  # MS_REMOUNT|MS_BIND: writable
         nested = libc.unshare(0x10000000) == 0  # a new user namespace, where it would have them
+        # the kernel has threads, and a threaded process may never unshare its user namespace: try
+        # from a single-threaded child too, where only bwrap's --disable-userns refuses it
+        child = os.fork()
+        if child == 0:
+            os._exit(0 if libc.unshare(0x10000000) == 0 else 1)
+        nested = nested or os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0
         print("RESULT", json.dumps([status, os.getuid(), mounted, nested]))
     """)
     assert all(int(status[name], 16) == 0 for name in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")), status
@@ -321,6 +328,34 @@ def test_nothing_it_starts_outlives_it_and_nothing_it_leaves_trips_the_grader(mo
     assert set(left) == {"data", "kept", "tool"}
     assert stat.S_ISLNK(left["kept"]) and stat.S_IMODE(left["tool"]) == 0o755
     assert stat.S_IMODE(work.stat().st_mode) == 0o755
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_killed_grader_leaves_no_sandbox_behind(mode, tmp_path):
+    """The grader dies without cleaning up (SIGKILL): its sandboxes die with it (--die-with-parent)."""
+    work = tmp_path / "autograded" / "me" / "a1"
+    work.mkdir(parents=True)
+    tag = f"course-sandbox-test-{uuid.uuid4().hex[:8]}"
+    spawn = f"import subprocess; subprocess.Popen(['/bin/sh', '-c', 'sleep 300; : {tag}'], start_new_session=True)"
+    grader = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_sandbox import MODES, Kernel
+        kernel = Kernel(MODES[{mode!r}], {str(work)!r})
+        kernel.evaluate({spawn + '; print("RESULT 1")'!r})
+        print("ready", flush=True)
+        time.sleep(300)
+    """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert grader.stdout.readline().strip() == "ready"
+        assert running(tag)
+    finally:
+        grader.kill()
+        grader.wait()
+    deadline = time.monotonic() + 20
+    while running(tag) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not running(tag)
 
 
 def running(tag) -> list[str]:
