@@ -105,16 +105,7 @@ class ForkedKernelProvisioner(SandboxedProvisioner):
         return self.connection_info
 
     def _fork_into_sandbox(self, python, args, env):
-        sandbox = self.sandbox
-        holder = sandbox.start_holder(env)
-        output = sandbox.output_pipe()
-        try:
-            kernel = fork_server(python, env).fork(args, env, sandbox.work_dir, fds=[holder, output])
-        finally:
-            os.close(holder)
-            os.close(output)
-        kernel.on_exit = sandbox.kill  # nothing the submission started outlives its kernel
-        return kernel
+        return fork_into(self.sandbox, python, args, env)
 
     def _close_sandbox(self):
         kernel, sandbox = self.kernel_process, self.sandbox
@@ -123,6 +114,30 @@ class ForkedKernelProvisioner(SandboxedProvisioner):
         # the namespace waits for the kernel (forked into it from outside) to be reaped by this process
         sandbox.close(reap=kernel.wait)
         self._log_output(sandbox, kernel.returncode)
+
+
+def fork_into(sandbox, python, args, env, kept=(), verdict=False):
+    """A kernel (or, with `verdict`, the verdict process: autograder/verdict.py) forked from this
+    process's fork server into `sandbox`, which is started around a holder for it. `kept`: descriptors
+    it keeps (the verdict's result pipe). The sandbox ends when the process does."""
+    holder = sandbox.start_holder(env)
+    output = sandbox.output_pipe()
+    try:
+        forked = fork_server(python, env).fork(args, env, sandbox.work_dir, fds=[holder, output, *kept],
+                                               verdict=verdict)
+    finally:
+        os.close(holder)
+        os.close(output)
+    forked.on_exit = sandbox.kill  # nothing the submission started outlives it
+    return forked
+
+
+def autograde_environment() -> dict:
+    """What a sandboxed process's environment is while nbgrader autogrades: the kernels' and the
+    verdict's, so that one fork server serves both."""
+    from . import sandbox
+
+    return sandbox.environment({**os.environ, "NBGRADER_EXECUTION": "autograde"})
 
 
 def ipykernel_arguments(cmd):
@@ -147,7 +162,7 @@ def prestart_for_autograde():
 
     if sys.platform.startswith("linux") and not sandbox.disabled() and not sandbox.problem():
         # what a sandboxed kernel's environment will be while nbgrader autogrades (the server's key)
-        fork_server(sys.executable, sandbox.environment({**os.environ, "NBGRADER_EXECUTION": "autograde"}))
+        fork_server(sys.executable, autograde_environment())
 
 
 class ForkServer:
@@ -165,9 +180,12 @@ class ForkServer:
         theirs.close()
         self.channel, self.replies = ours, ours.makefile("r")
 
-    def fork(self, args, env, cwd, fds=()):
-        """A kernel forked from the server; `fds`: the sandbox holder's pidfd and the kernel's output."""
-        request = json.dumps({"args": args, "env": dict(env), "cwd": cwd, "sandboxed": bool(fds)})
+    def fork(self, args, env, cwd, fds=(), verdict=False):
+        """A kernel forked from the server; `fds`: the sandbox holder's pidfd, the kernel's output, and
+        descriptors the process keeps. With `verdict`, the verdict process instead of a kernel: `args`
+        are its arguments after the result pipe's descriptor (the first kept one)."""
+        request = json.dumps({"args": args, "env": dict(env), "cwd": cwd, "sandboxed": bool(fds),
+                              "verdict": verdict})
         try:
             socket.send_fds(self.channel, [b"F"], list(fds))
             self.channel.sendall((request + "\n").encode())
@@ -230,7 +248,7 @@ def serve(fd):
         importlib.import_module(module)
     channel = socket.socket(fileno=fd)
     while True:  # until the grading process closes its end
-        command, fds, _, _ = socket.recv_fds(channel, 1, 4)
+        command, fds, _, _ = socket.recv_fds(channel, 1, 8)
         if not command:
             break
         try:
@@ -267,7 +285,7 @@ def _fork_kernel(channel, fds):
 def _middle(channel, fds, reply_writer):
     request = json.loads(_read_line(channel))
     channel.close()
-    holder, output = fds if request["sandboxed"] else (None, None)
+    holder, output, *kept = fds if request["sandboxed"] else (None, None)
     if holder is not None:
         # every namespace of the sandbox at once; the root and the working directory become the sandbox's
         if ctypes.CDLL(None, use_errno=True).setns(holder, _NAMESPACES) != 0:
@@ -278,7 +296,7 @@ def _middle(channel, fds, reply_writer):
     kernel = os.fork()
     if kernel == 0:
         os.close(ready_reader), os.close(reply_writer)
-        _run_kernel(request, ready_writer, output, middle=this)
+        _run_kernel(request, ready_writer, output, middle=this, kept=kept)
     os.close(ready_writer)
     if os.read(ready_reader, 1) == b"1":
         os.write(reply_writer, json.dumps({"pid": kernel}).encode())
@@ -326,8 +344,17 @@ def _drop_privileges():
         raise OSError(f"capabilities left after dropping them: {left}")
 
 
-def _run_kernel(request, ready_writer, output, middle):
-    """Become `python -m ipykernel_launcher ARGS` in the requested directory and environment."""
+def _close_all_but(kept):
+    start = 3
+    for fd in sorted(kept):
+        os.closerange(start, fd)
+        start = fd + 1
+    os.closerange(start, 1 << 16)
+
+
+def _run_kernel(request, ready_writer, output, middle, kept=()):
+    """Become `python -m ipykernel_launcher ARGS` (or the verdict process) in the requested directory
+    and environment."""
     status = 1
     try:
         if request["sandboxed"]:
@@ -337,8 +364,7 @@ def _run_kernel(request, ready_writer, output, middle):
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         if output is not None:
             os.dup2(output, 1), os.dup2(output, 2)
-        keep = ready_writer
-        os.closerange(3, keep), os.closerange(keep + 1, 1 << 16)  # nothing of the server's passes on
+        _close_all_but([ready_writer, *kept])  # nothing of the server's passes on
         os.write(ready_writer, b"1")
         os.close(ready_writer)
         if not request["sandboxed"]:
@@ -348,6 +374,12 @@ def _run_kernel(request, ready_writer, output, middle):
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        if request.get("verdict"):
+            from . import verdict  # as `python -I -m autograder.verdict FD ARGS`: no folder on sys.path
+            sys.argv = [verdict.__file__, str(kept[0]), *request["args"]]
+            verdict.main()
+            status = 0
+            return
         sys.argv = [importlib.util.find_spec("ipykernel_launcher").origin, *request["args"]]
         sys.path[0] = request["cwd"]
         import numpy

@@ -13,9 +13,9 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor, OverwriteCells
-from traitlets import Integer
+from traitlets import Bool, Integer
 
-from . import sandbox
+from . import forkserver, sandbox
 from .messages import message, printable
 from .sandbox import GradingKernelManager
 
@@ -223,6 +223,8 @@ class DecideGrades(NbGraderPreprocessor):
                       help="Seconds one test cell may run in the verdict (default: Execute.timeout)").tag(config=True)
     memory_bytes = Integer(None, allow_none=True, help="RLIMIT_DATA of the verdict process").tag(config=True)
     cpu_seconds = Integer(None, allow_none=True, help="RLIMIT_CPU of each test cell's process").tag(config=True)
+    fork_server = Bool(True, help="Fork the verdict process from a warm fork server (torch imported once "
+                                  "per grading process) rather than start a new one").tag(config=True)
 
     def preprocess(self, nb, resources):
         cells = [verdict_cell(cell) for cell in nb.cells if cell.cell_type == "code"]
@@ -251,16 +253,15 @@ class DecideGrades(NbGraderPreprocessor):
             json.dump({"cells": cells, "timeout": timeout, "memory_bytes": self.memory_bytes,
                        "cpu_seconds": self.cpu_seconds, "sandboxed": not sandbox.disabled()}, job)
         reader, writer = os.pipe()
-        command = [sys.executable, "-I", "-m", "autograder.verdict", str(writer), job_path]
         box = process = None
         try:
             if sandbox.disabled():
+                command = [sys.executable, "-I", "-m", "autograder.verdict", str(writer), job_path]
                 process = subprocess.Popen(command, cwd=folder, env=sandbox.environment(), pass_fds=[writer],
                                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                            stderr=subprocess.DEVNULL, start_new_session=True)
             else:
-                box = sandbox.KernelSandbox(folder, log=self.log)
-                process = box.start(command, sandbox.environment(), keep_fds=[writer])
+                box, process = self.start_sandboxed(folder, job_path, writer)
             os.close(writer)
             writer = None
             received = read_until_closed(reader, deadline=time.monotonic() + timeout * (tests + 2) + 60)
@@ -269,7 +270,7 @@ class DecideGrades(NbGraderPreprocessor):
                 os.close(writer)
             os.close(reader)
             if box is not None:
-                box.close()
+                box.close(reap=process.wait if isinstance(process, forkserver.AdoptedProcess) else None)
             elif process is not None:
                 process.kill()
                 process.wait()
@@ -282,6 +283,22 @@ class DecideGrades(NbGraderPreprocessor):
             except (ValueError, KeyError, TypeError):
                 self.log.warning("Verdict: unreadable record %r", printable(line, 200))
         return records
+
+
+    def start_sandboxed(self, folder, job_path, writer):
+        """The verdict process in a sandbox of its own: forked from this process's warm fork server
+        (torch already imported, as for `course grade`'s kernels) where it can be, else a new process."""
+        env = forkserver.autograde_environment()
+        box = sandbox.KernelSandbox(folder, log=self.log)
+        if self.fork_server and sys.platform.startswith("linux"):
+            try:
+                return box, forkserver.fork_into(box, sys.executable, [job_path], env, kept=[writer], verdict=True)
+            except OSError as error:
+                self.log.warning("Fork server unavailable (%s): starting the verdict as a new process", error)
+                box.close()
+                box = sandbox.KernelSandbox(folder, log=self.log)
+        command = [sys.executable, "-I", "-m", "autograder.verdict", str(writer), job_path]
+        return box, box.start(command, env, keep_fds=[writer])
 
 
 def verdict_cell(cell) -> dict:

@@ -233,6 +233,7 @@ def run(cells, timeout, grader_fd, sandboxed=False):
     """Run the cells in order (see the module docstring); a JSON line per test cell on `grader_fd`."""
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     definitions = Definitions()
+    spared = _processes() if sandboxed else set()  # the sandbox's init, its holder, this process
     for cell in cells:
         if cell["kind"] == "trusted":
             definitions.trust(cell["source"])
@@ -244,7 +245,7 @@ def run(cells, timeout, grader_fd, sandboxed=False):
         else:
             result = run_test(cell, namespace, timeout, definitions.left_out)
             if sandboxed:
-                _end_stragglers()
+                _end_stragglers(spared)
             result["grade_id"] = cell["grade_id"]
             os.write(grader_fd, (json.dumps(result) + "\n").encode())
 
@@ -303,16 +304,20 @@ def _kill(pid):
         pass
 
 
-def _end_stragglers():
+def _processes() -> set[int]:
+    return {int(entry) for entry in os.listdir("/proc") if entry.isdigit()}
+
+
+def _end_stragglers(spared):
     """Kill what a test left running (a process of its own session, started by the student's code), so
-    that it cannot touch the next test. Only in the sandbox, whose PID namespace holds nothing else: its
-    init (1), this process and what the tests started."""
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) not in (1, os.getpid()):
-            try:
-                os.kill(int(entry), signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+    that it cannot touch the next test. Only in the sandbox, whose PID namespace holds nothing else:
+    the `spared` processes that were there before any test (its init, the holder a forked verdict
+    joined, this process) and what the tests started."""
+    for pid in _processes() - spared:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     while True:
         try:
             if os.waitpid(-1, os.WNOHANG) == (0, 0):

@@ -5,6 +5,7 @@ The forgeries are data (tests/corpus/forgeries.toml); each class of them is grad
 `nbgrader autograde` and by `course grade`, and every test cell's points are asserted.
 """
 import ast
+import logging
 import base64
 import tomllib
 
@@ -13,7 +14,7 @@ import pytest
 from nbformat.v4 import new_code_cell
 
 from autograder import classroom
-from autograder.grading import decided_outputs
+from autograder.grading import DecideGrades, decided_outputs
 from autograder.messages import printable
 from autograder.messages import shows
 from autograder.verdict import Definitions
@@ -137,6 +138,23 @@ def test_text_from_a_submission_loses_its_terminal_escape_sequences():
     forged = "\x1b]52;c;ZXZpbA==\x07\x1b[2K\r✓ all tests passed\x1b]0;title\x07\x00"
     assert printable(forged) == "✓ all tests passed"
     assert len(printable("x" * 10_000)) < 4100
+
+
+# ------------------------------------------------------------------ the verdict process itself
+
+@pytest.mark.parametrize("forked", [True, False], ids=["forked from the fork server", "a new process"])
+def test_the_verdict_process_decides_the_same_forked_or_new(forked, caplog):
+    """Forked from the warm fork server (the default) or started as a new process, the verdict runs the
+    student's definitions, never their statements, and decides each test cell."""
+    cells = [{"kind": "trusted", "source": "import torch", "grade_id": "imports"},
+             {"kind": "student", "source": "def double(x):\n    return 2 * x\nraise SystemExit", "grade_id": "answer"},
+             {"kind": "test", "source": "assert double(torch.tensor(2)).item() == 4", "grade_id": "right"},
+             {"kind": "test", "source": "assert double(1) == 3", "grade_id": "wrong"}]
+    with caplog.at_level(logging.WARNING):
+        records = DecideGrades(fork_server=forked).verdict(cells, tests=2)
+    assert records["right"]["passed"] is True
+    assert records["wrong"]["passed"] is False
+    assert "Fork server unavailable" not in caplog.text
 
 
 # ------------------------------------------------------------------ forgeries, graded for real
