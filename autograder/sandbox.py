@@ -281,8 +281,9 @@ class KernelSandbox:
         """The sockets' folder, seen from outside: a link into the sandbox's own mounts (the same path
         inside and out, so the connection file holds one address). Nothing the kernel writes there
         reaches the grader's disk."""
-        if not self.run_dir.is_symlink():
-            os.symlink(f"/proc/{self.first_pid}/root{self.run_dir}", self.run_dir)
+        if self.run_dir.is_symlink():  # a sandbox started again (a fork server that failed): its new process
+            self.run_dir.unlink()
+        os.symlink(f"/proc/{self.first_pid}/root{self.run_dir}", self.run_dir)
 
     def _first_process(self, comm, timeout=30):
         """The outer pid of the sandbox's first process, once it runs `command` (every mount, the
