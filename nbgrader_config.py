@@ -66,9 +66,12 @@ c.Validator.width = 500
 # it starts outlives it. Autograde's SafeExecute asks for it; this makes nbgrader's own Execute (the one
 # `nbgrader validate` runs) do the same. Where the sandbox cannot start, grading refuses to run unless
 # COURSE_NO_SANDBOX=1 is set (`course grade --no-sandbox`). JupyterLab's kernels are not affected.
+# Each sandbox is also bounded as a whole where cgroups can be made (README, "A kernel bounded as a
+# whole"): all its processes together, shared memory and threads included. Keep jobs × this memory
+# below the machine's.
 from autograder.sandbox import use_for_nbgrader  # noqa: E402
 
-use_for_nbgrader()
+use_for_nbgrader(group_memory_bytes=6 * 2**30, group_processes=512)
 
 # Every grading kernel first remembers the real PyTorch and course functions (tampering is then
 # reported by the tests) and caps its own memory and CPU time. The same settings apply to
@@ -81,6 +84,8 @@ c.Execute.extra_arguments = kernel_arguments(memory_bytes=GRADING_MEMORY_BYTES, 
 # limit per test cell is Execute.timeout.
 c.DecideGrades.memory_bytes = GRADING_MEMORY_BYTES
 c.DecideGrades.cpu_seconds = 600
+# A notebook as a whole may run this long in its kernel; the cells it did not reach earn nothing.
+c.SafeExecute.notebook_timeout = 900
 
 # nbgrader's own autograde pipelines, with three changes: cells with malformed nbgrader metadata or
 # claiming unknown grade ids (forged or duplicated test cells) become ordinary cells; a kernel that dies or hangs

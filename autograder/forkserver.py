@@ -20,7 +20,7 @@ so a forked kernel must enter one before it runs anything, and must carry nothin
    (bwrap has then finished every mount, the uid switch and the capability drop).
 2. It passes the server a pidfd of the holder (SCM_RIGHTS). The server forks a middle process, which
    alone reads the request (the server never holds a student's folder or arguments in its memory),
-   joins all the holder's namespaces at once with `setns(pidfd, user|mnt|pid|net|ipc|uts|cgroup)` —
+   joins the sandbox's cgroup where it has one (autograder/cgroups.py), joins all the holder's namespaces at once with `setns(pidfd, user|mnt|pid|net|ipc|uts|cgroup)` —
    its root becomes the sandbox's root, so every path outside the sandbox is gone — and forks the kernel,
    which is therefore inside the sandbox's PID namespace. The middle process exits.
 3. The kernel, before any student code: drops every capability the join gave it in the sandbox's user
@@ -57,6 +57,7 @@ import sys
 import time
 import traceback
 
+from . import cgroups
 from .kernel import refuse_tracing
 from .sandbox import SandboxedProvisioner
 
@@ -124,7 +125,7 @@ def fork_into(sandbox, python, args, env, kept=(), verdict=False):
     output = sandbox.output_pipe()
     try:
         forked = fork_server(python, env).fork(args, env, sandbox.work_dir, fds=[holder, output, *kept],
-                                               verdict=verdict)
+                                               verdict=verdict, group=sandbox.group)
     finally:
         os.close(holder)
         os.close(output)
@@ -180,12 +181,13 @@ class ForkServer:
         theirs.close()
         self.channel, self.replies = ours, ours.makefile("r")
 
-    def fork(self, args, env, cwd, fds=(), verdict=False):
+    def fork(self, args, env, cwd, fds=(), verdict=False, group=None):
         """A kernel forked from the server; `fds`: the sandbox holder's pidfd, the kernel's output, and
         descriptors the process keeps. With `verdict`, the verdict process instead of a kernel: `args`
-        are its arguments after the result pipe's descriptor (the first kept one)."""
+        are its arguments after the result pipe's descriptor (the first kept one). `group`: the
+        sandbox's cgroup (autograder/cgroups.py), which the process joins before it enters the sandbox."""
         request = json.dumps({"args": args, "env": dict(env), "cwd": cwd, "sandboxed": bool(fds),
-                              "verdict": verdict})
+                              "verdict": verdict, "group": group.procs_files if group else []})
         try:
             socket.send_fds(self.channel, [b"F"], list(fds))
             self.channel.sendall((request + "\n").encode())
@@ -286,6 +288,7 @@ def _middle(channel, fds, reply_writer):
     request = json.loads(_read_line(channel))
     channel.close()
     holder, output, *kept = fds if request["sandboxed"] else (None, None)
+    cgroups.join(request.get("group", []))  # the sandbox's cgroup first: /sys/fs/cgroup is not in the sandbox
     if holder is not None:
         # every namespace of the sandbox at once; the root and the working directory become the sandbox's
         if ctypes.CDLL(None, use_errno=True).setns(holder, _NAMESPACES) != 0:

@@ -123,6 +123,8 @@ class SafeExecute(Execute):
     max_outputs = Integer(200, help="Outputs kept per cell; later ones are dropped, with a note").tag(config=True)
     max_output_chars = Integer(100_000, help="Characters of one output (a larger one becomes a note)").tag(config=True)
     max_notebook_chars = Integer(20_000_000, help="Characters of all outputs of a notebook").tag(config=True)
+    notebook_timeout = Integer(900, help="Seconds the whole notebook may run in its kernel: past them, the cells "
+                                         "not yet run earn nothing (a slow notebook cannot hold the class)").tag(config=True)
 
     def __init__(self, *args, **kwargs):
         # every kernel in its own sandbox (autograder/sandbox.py); nbgrader's Execute would pick
@@ -152,22 +154,32 @@ class SafeExecute(Execute):
                 hidden[index] = cell.source
                 cell.source = released_source(cell, parent=self)
         self._running, self._chars, self._dropped = 0, 0, {}
+        self._budget_ends = time.monotonic() + self.notebook_timeout
         try:
             return super().preprocess(nb, resources, km=km)
         except (DeadKernelError, CellTimeoutError) as error:
-            key = "kernel_died" if isinstance(error, DeadKernelError) else "timed_out"
+            key = ("kernel_died" if isinstance(error, DeadKernelError) else
+                   "notebook_over_budget" if isinstance(error, NotebookOverBudget) else "timed_out")
             self.log.warning("%s in cell %d; the remaining cells earn no points", type(error).__name__,
                              self._running)
             for cell in nb.cells[self._running:]:
                 if cell.cell_type == "code":
-                    cell.outputs.append(stopped_output(type(error).__name__, key))
+                    cell.outputs.append(stopped_output(type(error).__name__, key, seconds=self.notebook_timeout))
             return nb, resources
         finally:
             for index, source in hidden.items():
                 nb.cells[index].source = source
 
+    def _get_timeout(self, cell):
+        """A cell's own limit, never past the notebook's budget."""
+        timeout = super()._get_timeout(cell)
+        left = max(1, int(self._budget_ends - time.monotonic()) + 1)
+        return left if timeout is None else min(timeout, left)
+
     def preprocess_cell(self, cell, resources, index):
         self._running = index
+        if cell.cell_type == "code" and time.monotonic() >= self._budget_ends:
+            raise NotebookOverBudget(f"the notebook ran past {self.notebook_timeout} s")
         cell, resources = super().preprocess_cell(cell, resources, index)
         if index in self._dropped:
             cut = message("outputs_cut", dropped=self._dropped[index], outputs=self.max_outputs,
@@ -351,6 +363,10 @@ def decided_outputs(record, kernel_error) -> list:
     return outputs
 
 
-def stopped_output(ename, key) -> NotebookNode:
-    text = message(key)
+class NotebookOverBudget(CellTimeoutError):
+    """The notebook as a whole ran past SafeExecute.notebook_timeout."""
+
+
+def stopped_output(ename, key, **fields) -> NotebookNode:
+    text = message(key, **fields)
     return NotebookNode(output_type="error", ename=ename, evalue=text, traceback=[text])

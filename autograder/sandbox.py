@@ -14,6 +14,8 @@ bubblewrap (`bwrap`, Debian's `bubblewrap`, the sandbox under Flatpak), so that 
   working directory for the notebook (`autograded/STUDENT/ASSIGNMENT` when autograding);
 * a clean environment (PATH, HOME on the private `/tmp`, the locale, and the few variables grading
   itself uses, `PASSED_VARIABLES`), not the grader's;
+* where cgroups can be made, a cgroup of its own that bounds all its processes together: memory (shared
+  mappings included) and the number of processes and threads (autograder/cgroups.py);
 * a life no longer than the grading: the kernel is the sandbox's first process (or, with the fork
   server, joins its namespaces), the sandbox dies with the grading process (`--die-with-parent`), and
   when the kernel ends, the sandbox's PID namespace ends and takes every process it started with it.
@@ -56,6 +58,7 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 
+from . import cgroups
 from .kernel import no_tracing_filter
 from .messages import message, printable
 
@@ -77,6 +80,9 @@ HOST_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/lo
 COURSE_MARKERS = ("nbgrader_config.py", "gradebook.db", "source", "submitted", "autograded", "release")
 OUTPUT_KEPT = 8192  # bytes of a kernel's own stdout/stderr kept for the grader's log
 SOCKETS_BYTES = 1 * 2**20  # the sockets' own tmpfs: sockets take no space, nothing else belongs there
+# each sandbox as a whole, where cgroups can be made (autograder/cgroups.py); use_for_nbgrader() sets them
+GROUP_MEMORY_BYTES = 6 * 2**30  # every process of the sandbox together: shared mappings and tmpfs included
+GROUP_PROCESSES = 512  # processes and threads
 PRIVATE_PREFIX = "course-kernel-"  # + the grading process's pid: a sandbox's private folder in /tmp
 
 
@@ -196,7 +202,7 @@ class KernelSandbox:
         (etc / "group").write_text(f"student:x:{SANDBOX_GID}:\n")
         (etc / "hosts").write_text("127.0.0.1 localhost grading\n::1 localhost\n")
         self.links_before = _links(self.work_dir)
-        self.bwrap = self.init_pid = self.init_pidfd = self.first_pid = None
+        self.bwrap = self.init_pid = self.init_pidfd = self.first_pid = self.group = None
         self.output = deque(maxlen=OUTPUT_KEPT)
         self.closed = False
 
@@ -255,9 +261,10 @@ class KernelSandbox:
         output_reader, output_writer = os.pipe()
         seccomp = _filter_file()
         passed = [info_writer, *keep_fds, *([seccomp] if seccomp is not None else [])]
+        self.group = _new_group(self.log)
         try:
-            self.bwrap = subprocess.Popen(
-                self.arguments(env, command, info_writer, seccomp),
+            self.bwrap = subprocess.Popen(  # bwrap, once its first process has joined the sandbox's group
+                cgroups.wrap(self.arguments(env, command, info_writer, seccomp), self.group),
                 pass_fds=passed, stdin=subprocess.DEVNULL, stdout=output_writer, stderr=output_writer,
                 start_new_session=True, cwd="/", env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
         finally:
@@ -344,6 +351,9 @@ class KernelSandbox:
         if self.init_pidfd is not None:
             os.close(self.init_pidfd)
             self.init_pidfd = None
+        if self.group is not None:
+            self.group.remove()
+            self.group = None
 
     def close(self, reap=None):
         """Stop the sandbox, then make the working folder safe for the grader and remove the
@@ -356,6 +366,18 @@ class KernelSandbox:
         if removed and self.log:
             self.log.warning(message("sandbox_cleaned", folder=self.work_dir, names=", ".join(removed[:8])))
         shutil.rmtree(self.private, ignore_errors=True)
+
+
+def _new_group(log):
+    """The cgroup of a new sandbox, or None where there are none (said once per grading process)."""
+    group = cgroups.create(GROUP_MEMORY_BYTES, GROUP_PROCESSES)
+    if group is None and log is not None and not _said_no_group:
+        _said_no_group.append(True)
+        log.warning(message("sandbox_no_group", reason=cgroups.problem() or "cgroup not made"))
+    return group
+
+
+_said_no_group = []
 
 
 def _filter_file() -> int | None:
@@ -519,10 +541,15 @@ class GradingKernelManager(AsyncKernelManager):
         return await super()._async_pre_start_kernel(**kw)
 
 
-def use_for_nbgrader():
+def use_for_nbgrader(group_memory_bytes=None, group_processes=None):
     """Make nbgrader's own Execute preprocessor (the one `nbgrader validate` runs; nbgrader does not
     let its list be configured) start its kernels with GradingKernelManager. Called from
-    nbgrader_config.py; autograde's SafeExecute asks for it directly."""
+    nbgrader_config.py; autograde's SafeExecute asks for it directly. The limits are those of each
+    sandbox as a whole (its cgroup)."""
+    global GROUP_MEMORY_BYTES, GROUP_PROCESSES
     from nbgrader.preprocessors import execute
+
+    GROUP_MEMORY_BYTES = group_memory_bytes or GROUP_MEMORY_BYTES
+    GROUP_PROCESSES = group_processes or GROUP_PROCESSES
 
     execute.AsyncKernelManager = GradingKernelManager

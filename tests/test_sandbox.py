@@ -8,6 +8,7 @@ sandbox cannot start unless the instructor turns it off explicitly.
 import asyncio
 import errno
 import json
+import logging
 import os
 import shutil
 import socket
@@ -356,6 +357,76 @@ def test_a_killed_grader_leaves_no_sandbox_behind(mode, tmp_path):
     while running(tag) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not running(tag)
+
+
+@pytest.fixture
+def bounded(request, tmp_path, monkeypatch):
+    """A kernel whose sandbox as a whole may hold 384 MiB and 48 processes or threads."""
+    from autograder import cgroups
+    from system_tools import missing
+
+    if cgroups.problem():
+        missing("a cgroup for each sandbox", f"grade as root, or in a delegated cgroup: {cgroups.problem()}",
+                "COURSE_SKIP_CGROUPS")
+    monkeypatch.setattr(sandbox, "GROUP_MEMORY_BYTES", 384 * 2**20)
+    monkeypatch.setattr(sandbox, "GROUP_PROCESSES", 48)
+    work = tmp_path / "autograded" / "me" / "a1"
+    work.mkdir(parents=True)
+    started = Kernel(MODES[request.param], work)
+    yield started
+    started.shutdown()
+
+
+@pytest.mark.parametrize("bounded", MODES, indirect=True)
+def test_a_kernel_is_bounded_as_a_whole(bounded):
+    """Each process alone passes its own limits; together they meet the sandbox's (its cgroup)."""
+    shared, threads = bounded.evaluate("""
+        import json, subprocess, sys, threading, time
+        # a shared anonymous mapping (RLIMIT_DATA does not count it) in a child, larger than the group
+        child = subprocess.run([sys.executable, "-c", "import mmap; m = mmap.mmap(-1, 512 * 2**20); "
+                                "[m.__setitem__(i, 1) for i in range(0, len(m), 4096)]"])
+        stop, started = threading.Event(), 0
+        try:
+            for _ in range(200):
+                threading.Thread(target=stop.wait, daemon=True).start()
+                started += 1
+        except RuntimeError:
+            pass
+        stop.set()
+        print("RESULT", json.dumps([child.returncode, started]))
+    """)
+    assert shared == -9  # the OOM killer, in that group only
+    assert threads < 48
+
+
+def test_a_sandboxs_group_is_gone_with_it(tmp_path):
+    from autograder import cgroups
+
+    if cgroups.problem():
+        pytest.skip("no cgroups here: test_a_kernel_is_bounded_as_a_whole says why")
+    box = sandbox.KernelSandbox(tmp_path)
+    box.start(["/bin/sleep", "30"], sandbox.environment())
+    folders = list(box.group.folders)
+    assert box.first_pid in box.group.pids() and all(f.exists() for f in folders)
+    box.close()
+    assert not any(f.exists() for f in folders)
+
+
+def test_without_cgroups_grading_goes_on_and_says_what_holds(tmp_path, monkeypatch, caplog):
+    from autograder import cgroups
+
+    monkeypatch.setattr(cgroups, "_places", lambda: "no cgroup here (test)")
+    monkeypatch.setattr(sandbox, "_said_no_group", [])
+    box = sandbox.KernelSandbox(tmp_path, log=logging.getLogger("test"))
+    with caplog.at_level(logging.WARNING):
+        box.start(["/bin/sh", "-c", "echo ran > out; sleep 30"], sandbox.environment())
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "out").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    box.close()
+    assert box.group is None and (tmp_path / "out").read_text() == "ran\n"
+    assert fingerprint("sandbox_no_group").en in caplog.text and fingerprint("sandbox_no_group").zh in caplog.text
+    assert "no cgroup here (test)" in caplog.text
 
 
 def running(tag) -> list[str]:

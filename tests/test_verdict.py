@@ -6,6 +6,7 @@ The forgeries are data (tests/corpus/forgeries.toml); each class of them is grad
 """
 import ast
 import logging
+import time
 import base64
 import tomllib
 
@@ -14,7 +15,7 @@ import pytest
 from nbformat.v4 import new_code_cell
 
 from autograder import classroom
-from autograder.grading import DecideGrades, decided_outputs
+from autograder.grading import DecideGrades, SafeExecute, decided_outputs
 from autograder.messages import printable
 from autograder.messages import shows
 from autograder.verdict import Definitions
@@ -155,6 +156,18 @@ def test_the_verdict_process_decides_the_same_forked_or_new(forked, caplog):
     assert records["right"]["passed"] is True
     assert records["wrong"]["passed"] is False
     assert "Fork server unavailable" not in caplog.text
+
+
+def test_a_notebook_past_its_time_budget_stops_and_its_later_cells_earn_nothing(tmp_path):
+    """Cells under their own limit can still hold the class: the notebook as a whole has a budget."""
+    notebook = nbformat.v4.new_notebook(cells=[new_code_cell("import time"), new_code_cell("time.sleep(60)"),
+                                               new_code_cell("print('never run')")])
+    started = time.monotonic()
+    SafeExecute(notebook_timeout=4, timeout=120, interrupt_on_timeout=True).preprocess(
+        notebook, {"metadata": {"path": str(tmp_path)}})
+    assert time.monotonic() - started < 50  # a kernel's start, the budget, the interrupt: not the minute of sleep
+    last = notebook.cells[2].outputs
+    assert [o.output_type for o in last] == ["error"] and shows(last[0].evalue, "notebook_over_budget")
 
 
 # ------------------------------------------------------------------ forgeries, graded for real

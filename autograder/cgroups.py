@@ -1,0 +1,220 @@
+"""A sandbox bounded as a whole: all its processes in one cgroup, with one memory limit and one process count.
+
+`RLIMIT_DATA` and `RLIMIT_CPU` bound each process of a kernel alone: three forked children, a shared
+anonymous mapping (which `RLIMIT_DATA` does not count) or 3,000 threads each pass them, and one student
+can push the machine into the OOM killer while others are graded. Linux bounds a group of processes with
+a cgroup: each sandbox (autograder/sandbox.py) gets one of its own, made under the grader's own cgroup,
+with `memory.max` (shared mappings, tmpfs pages and children included) and `pids.max` (threads count too).
+
+Where it can: cgroup v2 with the `memory` and `pids` controllers delegated to the grader (systemd-run
+`-p Delegate=yes`, a delegated slice, root in a container of its own), or cgroup v1's `memory` and
+`pids` hierarchies writable by the grader (root on a v1 or hybrid machine). Elsewhere there are no groups,
+`problem()` says why, and every per-process limit still holds (README, "A kernel bounded as a whole").
+
+The sandbox's first process joins its group before it becomes bwrap (`wrap`), so everything the sandbox
+starts is inside from its first instruction; a kernel forked into a sandbox joins it from the fork
+server's middle process, before it enters the sandbox's namespaces (autograder/forkserver.py).
+"""
+import functools
+import os
+import signal
+import time
+from pathlib import Path
+
+CONTROLLERS = ("memory", "pids")
+PREFIX = "course-sandbox-"
+
+
+class Group:
+    """One sandbox's cgroup: a folder per hierarchy (one under cgroup v2, one per controller under v1)."""
+
+    def __init__(self, folders, version):
+        self.folders, self.version = folders, version
+
+    @property
+    def procs_files(self) -> list[str]:
+        """The files a process writes its pid to in order to join the group."""
+        return [str(folder / "cgroup.procs") for folder in self.folders]
+
+    def pids(self) -> set[int]:
+        found = set()
+        for procs in self.procs_files:
+            try:
+                found |= {int(line) for line in Path(procs).read_text().split()}
+            except OSError:
+                pass
+        return found
+
+    def remove(self, timeout=10):
+        """Kill what is left in the group, then remove it (a cgroup with processes cannot be removed)."""
+        deadline = time.monotonic() + timeout
+        while self.pids() and time.monotonic() < deadline:
+            kill = self.folders[0] / "cgroup.kill"
+            if self.version == 2 and kill.exists():
+                kill.write_text("1")
+            else:
+                for pid in self.pids():
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            time.sleep(0.01)
+        for folder in self.folders:
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+
+
+def wrap(command, group) -> list[str]:
+    """`command`, run by a shell that first moves itself into `group`: what it then execs, and every
+    process started from there, is in the group from the start."""
+    if group is None:
+        return list(command)
+    join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
+    return ["/bin/sh", "-c", join, "sh", *group.procs_files, "--", *command]
+
+
+def join(procs_files):
+    """Move this process into a group (its children then start there)."""
+    for procs in procs_files:
+        with open(procs, "w") as file:
+            file.write(str(os.getpid()))
+
+
+_count = 0
+
+
+def create(memory_bytes, max_processes) -> Group | None:
+    """A new group under the grader's own, with its limits; None where groups are not available."""
+    global _count
+    places = _places()
+    if isinstance(places, str):
+        return None
+    version, parents = places
+    _count += 1
+    name = f"{PREFIX}{os.getpid()}-{_count}"
+    folders = []
+    try:
+        for parent in parents:
+            folder = parent / name
+            folder.mkdir()
+            folders.append(folder)
+        # (file, value, whether the machine must have it): no swapping past the memory limit either
+        limits = [("memory.max", memory_bytes, True), ("memory.swap.max", 0, False)] if version == 2 else [
+            ("memory.limit_in_bytes", memory_bytes, True), ("memory.memsw.limit_in_bytes", memory_bytes, False)]
+        for file, value, required in [*limits, ("pids.max", max_processes, True)]:
+            target = next((f / file for f in folders if (f / file).exists()), None)
+            if target is not None:
+                target.write_text(str(int(value)))
+            elif required:
+                raise OSError(f"no {file}")
+        return Group(folders, version)
+    except OSError:
+        Group(folders, version).remove()
+        return None
+
+
+def problem() -> str | None:
+    """Why sandboxes get no group of their own here, or None when they do."""
+    places = _places()
+    return places if isinstance(places, str) else None
+
+
+@functools.cache
+def _places():
+    """(version, the parent folder of new groups per hierarchy), or why there is none."""
+    own = _own_cgroups()
+    mounts = _mounts()
+    if "" in own and "cgroup2" in mounts:
+        parent = Path(mounts["cgroup2"]) / own[""].lstrip("/")
+        controllers = _read(parent / "cgroup.controllers").split()
+        if all(c in controllers for c in CONTROLLERS):
+            reason = _v2_delegate(parent)
+            if reason is None:
+                return 2, [parent / "course-sandboxes"]
+            v2_problem = reason
+        else:
+            v2_problem = f"cgroup v2 at {parent} has no {'/'.join(c for c in CONTROLLERS if c not in controllers)} controller"
+    else:
+        v2_problem = "no cgroup v2"
+    parents = []
+    for controller in CONTROLLERS:
+        if controller not in mounts or controller not in own:
+            return f"{v2_problem}; no cgroup v1 {controller} hierarchy"
+        parent = Path(mounts[controller]) / own[controller].lstrip("/")
+        if not os.access(parent, os.W_OK):
+            return f"{v2_problem}; cgroup v1 {controller} at {parent} is not writable"
+        parents.append(parent)
+    return 1, parents
+
+
+def _v2_delegate(parent) -> str | None:
+    """Under v2 a cgroup that holds processes cannot hand controllers to its children ("no internal
+    processes"). So, in the grader's own delegated cgroup (a `systemd-run --scope -p Delegate=yes`
+    scope, say), its processes move to a leaf `course-grader`, the controllers are enabled, and new
+    groups go under `course-sandboxes` beside it. None when that worked, else why not."""
+    if not os.access(parent, os.W_OK) or not os.access(parent / "cgroup.subtree_control", os.W_OK):
+        return f"cgroup v2 at {parent} is not delegated to this user"
+    enable = " ".join(f"+{c}" for c in CONTROLLERS)
+    try:
+        if not all(c in _read(parent / "cgroup.subtree_control").split() for c in CONTROLLERS):
+            leaf = parent / "course-grader"
+            leaf.mkdir(exist_ok=True)
+            for pid in _read(parent / "cgroup.procs").split():
+                try:
+                    (leaf / "cgroup.procs").write_text(pid)
+                except ProcessLookupError:
+                    pass
+            (parent / "cgroup.subtree_control").write_text(enable)
+        holder = parent / "course-sandboxes"
+        holder.mkdir(exist_ok=True)
+        (holder / "cgroup.subtree_control").write_text(enable)
+    except OSError as error:
+        return f"cgroup v2 at {parent}: cannot enable {'/'.join(CONTROLLERS)} for child groups ({error.strerror})"
+    return None
+
+
+def _own_cgroups() -> dict[str, str]:
+    """controller → this process's cgroup path in that hierarchy ("" for cgroup v2)."""
+    own = {}
+    for line in _read(Path("/proc/self/cgroup")).splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(",") if controllers else [""]:
+            own[controller] = path
+    return own
+
+
+def _mounts() -> dict[str, str]:
+    """"cgroup2" or a v1 controller → where its hierarchy is mounted."""
+    mounts = {}
+    for line in _read(Path("/proc/self/mountinfo")).splitlines():
+        fields = line.split()
+        separator = fields.index("-")
+        kind, options, point = fields[separator + 1], fields[separator + 3], fields[4]
+        if kind == "cgroup2":
+            mounts.setdefault("cgroup2", point)
+        elif kind == "cgroup":
+            for option in options.split(","):
+                if option in CONTROLLERS:
+                    mounts.setdefault(option, point)
+    return mounts
+
+
+def _read(path) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def stale_groups_removed():
+    """Groups of graders that are gone (killed before they could remove theirs)."""
+    places = _places()
+    if isinstance(places, str):
+        return
+    for parent in places[1]:
+        for folder in parent.glob(f"{PREFIX}*"):
+            pid = folder.name.removeprefix(PREFIX).split("-")[0]
+            if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                Group([folder], places[0]).remove(timeout=1)
