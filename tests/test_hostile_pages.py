@@ -105,3 +105,18 @@ def test_the_submitted_notebook_still_holds_its_payload_for_the_record(graded):
     """Sanitising is for the pages; the graded notebook itself keeps what the student submitted."""
     notebook = nbformat.read(classroom.notebook_path(graded, "autograded", ASSIGNMENT, ATTACKER), as_version=4)
     assert any("<script>" in cell.source for cell in notebook.cells if cell.cell_type == "markdown")
+
+
+def test_submitted_and_graded_notebooks_open_untrusted_in_jupyterlab(graded, tmp_path):
+    """JupyterLab runs a notebook's HTML and JavaScript outputs only when the notebook is trusted, which
+    means signed in the opener's own signature database. nbgrader never signs what it collects or grades,
+    so the instructor opening either file sees the payload as inert text."""
+    from nbformat.sign import NotebookNotary
+
+    instructor = NotebookNotary()  # the signature database JupyterLab reads for this user, who ran nbgrader
+    for folder in ("submitted", "autograded"):
+        notebook = nbformat.read(classroom.notebook_path(graded, folder, ASSIGNMENT, ATTACKER), as_version=4)
+        assert not instructor.check_signature(notebook), folder
+    signer = NotebookNotary(data_dir=str(tmp_path))  # a notebook that was signed is seen as trusted
+    signer.sign(notebook)
+    assert signer.check_signature(notebook)
