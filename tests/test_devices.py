@@ -9,8 +9,12 @@ def test_cpu_and_meta_are_always_grading_devices():
     assert grading_devices()[:2] == [torch.device("cpu"), torch.device("meta")]
 
 
-def test_cuda_is_a_grading_device_exactly_when_available():
-    assert any(d.type == "cuda" for d in grading_devices()) == torch.cuda.is_available()
+@pytest.mark.parametrize("available", [True, False], ids=["with CUDA", "without CUDA"])
+def test_cuda_is_a_grading_device_exactly_when_available(monkeypatch, available):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: available)
+    monkeypatch.delenv(devices.REQUIRE_CUDA_VARIABLE, raising=False)
+    assert [d for d in grading_devices() if d.type == "cuda"] == ([torch.device("cuda", 0)] if available else [])
+    assert grading_devices()[:2] == [torch.device("cpu"), torch.device("meta")]
 
 
 def test_require_cuda_fails_loudly_without_cuda(monkeypatch):

@@ -19,12 +19,12 @@ import time
 from pathlib import Path
 
 import pytest
+import requests
 
 import system_tools
 import unix_users
 from autograder import classroom
 
-requests = pytest.importorskip("requests")
 
 ROOT = classroom.ROOT
 ASSIGNMENT = "a1_tensor_to"

@@ -125,6 +125,7 @@ def test_a_killed_worker_never_hangs_the_class(tmp_path):
                                 "--root", str(root)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         worker = wait_for_worker_of(root / "autograded" / "slow", grading.pid, timeout=240)
+        left_by_worker = descendants(worker)  # its fork server, its sandboxes, the slow kernel
         os.kill(worker, signal.SIGKILL)  # the worker that adopted the slow student's kernel
         output, _ = grading.communicate(timeout=240)
     finally:
@@ -133,6 +134,11 @@ def test_a_killed_worker_never_hangs_the_class(tmp_path):
     assert "! slow: not graded: the grading worker stopped (killed by SIGKILL)" in output
     assert "! slow：未评分：评分工作进程在为这份提交评分时停止了（被信号 SIGKILL 终止）" in output
     assert classroom.scores(root, ASSIGNMENT) == {"honest": classroom.max_points(ASSIGNMENT)}
+    # nothing of the killed worker is left: its sandboxes died with it (--die-with-parent), its fork server too
+    deadline = time.monotonic() + 20
+    while still_running(left_by_worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left_by_worker and not still_running(left_by_worker)
 
 
 def wait_for_worker_of(folder: Path, grader: int, timeout) -> int:
@@ -154,6 +160,37 @@ def wait_for_worker_of(folder: Path, grader: int, timeout) -> int:
                 pass
         time.sleep(0.2)
     raise TimeoutError(f"no kernel in {folder}")
+
+
+def descendants(pid) -> dict[int, bytes]:
+    """Every process below `pid`, with its command line (to tell it from a later process of that number)."""
+    children = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit():
+                children.setdefault(parent_of(int(entry.name)), []).append(int(entry.name))
+        except OSError:
+            pass
+    found, todo = {}, list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        try:
+            found[child] = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        todo += children.get(child, [])
+    return found
+
+
+def still_running(processes: dict[int, bytes]) -> list[int]:
+    alive = []
+    for pid, command in processes.items():
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes() == command and parent_of(pid) != 0:
+                alive.append(pid)
+        except (OSError, StopIteration):
+            pass
+    return alive
 
 
 def parent_of(pid) -> int:

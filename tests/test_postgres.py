@@ -244,9 +244,8 @@ def slurm(tmp_path_factory):
     socket), slurmctld and slurmd in the foreground, on free ports, all stopped when the module ends."""
     missing = [p for p in SLURM_PROGRAMS if not shutil.which(p, path=f"/usr/sbin:{os.environ['PATH']}")]
     if missing or os.geteuid() != 0:
-        pytest.skip(f"no one-node Slurm cluster here ({'missing ' + ', '.join(missing) if missing else 'not root'}):"
-                    " `make slurm` installs Debian's slurm-wlm and munge (root)\n"
-                    "这里无法运行单节点 Slurm 集群：`make slurm` 会安装 Debian 的 slurm-wlm 和 munge（需要 root）")
+        system_tools.missing(f"a one-node Slurm cluster ({'no ' + ', '.join(missing) if missing else 'not root'})",
+                             "`make slurm`: Debian's slurm-wlm and munge, as root", "COURSE_SKIP_SLURM")
     folder = Path(tempfile.mkdtemp(prefix="course-slurm-"))  # short: MUNGE's socket path
     key, socket_path, config = folder / "munge.key", folder / "munge.socket", folder / "slurm.conf"
     key.write_bytes(os.urandom(1024))
