@@ -208,8 +208,8 @@ def _read(path) -> str:
         return ""
 
 
-def stale_groups_removed():
-    """Groups of graders that are gone (killed before they could remove theirs)."""
+def remove_stale_groups():
+    """Remove the groups of graders that are gone (killed before they could remove theirs)."""
     places = _places()
     if isinstance(places, str):
         return

@@ -190,6 +190,7 @@ class KernelSandbox:
         if found:
             raise SandboxError(message("sandbox_course_folder", folder=self.work_dir, found=found))
         _remove_stale_private_folders()
+        cgroups.remove_stale_groups()
         self.private = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-"))  # mode 0700
         # sockets: the kernel binds them in a small tmpfs of the sandbox's own; Jupyter reaches them
         # through the link made once the sandbox runs (`_link_sockets`)
@@ -257,11 +258,18 @@ class KernelSandbox:
         return os.pidfd_open(self.first_pid)
 
     def _start(self, command, env, first_comm, keep_fds=()):
+        self.group = _new_group(self.log)
+        try:
+            self._launch(command, env, first_comm, keep_fds)
+        except BaseException:
+            self.stop()  # a sandbox that did not start leaves no process and no cgroup behind
+            raise
+
+    def _launch(self, command, env, first_comm, keep_fds):
         info_reader, info_writer = os.pipe()
         output_reader, output_writer = os.pipe()
         seccomp = _filter_file()
         passed = [info_writer, *keep_fds, *([seccomp] if seccomp is not None else [])]
-        self.group = _new_group(self.log)
         try:
             self.bwrap = subprocess.Popen(  # bwrap, once its first process has joined the sandbox's group
                 cgroups.wrap(self.arguments(env, command, info_writer, seccomp), self.group),

@@ -420,6 +420,22 @@ def test_a_sandboxs_group_is_gone_with_it(tmp_path):
     assert not any(f.exists() for f in folders)
 
 
+def test_the_groups_of_dead_graders_are_removed(tmp_path):
+    from autograder import cgroups
+
+    if cgroups.problem():
+        missing("a cgroup for each sandbox", f"grade as root, or in a delegated cgroup: {cgroups.problem()}",
+                "COURSE_SKIP_CGROUPS")
+    gone = subprocess.Popen(["/bin/true"])
+    gone.wait()  # a grader that was killed before it could remove its groups
+    _, parents = cgroups._places()
+    stale = [parent / f"{cgroups.PREFIX}{gone.pid}-1" for parent in parents]
+    for folder in stale:
+        folder.mkdir()
+    sandbox.KernelSandbox(tmp_path).close()  # every new sandbox clears what dead graders left
+    assert not any(folder.exists() for folder in stale)
+
+
 def test_without_cgroups_grading_goes_on_and_says_what_holds(tmp_path, monkeypatch, caplog):
     from autograder import cgroups
 
