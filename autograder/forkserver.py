@@ -20,12 +20,13 @@ so a forked kernel must enter one before it runs anything, and must carry nothin
    (bwrap has then finished every mount, the uid switch and the capability drop).
 2. It passes the server a pidfd of the holder (SCM_RIGHTS). The server forks a middle process, which
    alone reads the request (the server never holds a student's folder or arguments in its memory),
-   joins the sandbox's cgroup where it has one (autograder/cgroups.py), joins all the holder's namespaces at once with `setns(pidfd, user|mnt|pid|net|ipc|uts|cgroup)` —
-   its root becomes the sandbox's root, so every path outside the sandbox is gone — and forks the kernel,
+   joins the sandbox's cgroup where it has one (autograder/cgroups.py), then all the holder's namespaces
+   at once with `setns(pidfd, user|mnt|pid|net|ipc|uts|cgroup)` — its root becomes the sandbox's root, so every path outside the sandbox is gone — and forks the kernel,
    which is therefore inside the sandbox's PID namespace. The middle process exits.
 3. The kernel, before any student code: drops every capability the join gave it in the sandbox's user
    namespace (bounding set, ambient, effective, permitted; no_new_privs) and checks that none is
-   left, installs the sandbox's seccomp filter (no tracing, as bwrap's `--seccomp`), leads its own session, closes every inherited file descriptor except its standard streams
+   left, installs the sandbox's seccomp filter (no tracing, as bwrap's `--seccomp`), leads its own
+   session, closes every inherited file descriptor except its standard streams
    (stdout and stderr go to a pipe read by the grader, not to the grader's terminal), takes the clean
    sandbox environment, and only then becomes `python -m ipykernel_launcher`. The server was started
    with that clean environment too, so even `/proc/self/environ` (the memory the fork copied) holds

@@ -268,8 +268,7 @@ class DecideGrades(NbGraderPreprocessor):
         box = process = None
         try:
             if sandbox.disabled():
-                command = [sys.executable, "-I", "-m", "autograder.verdict", str(writer), job_path]
-                process = subprocess.Popen(command, cwd=folder, env=sandbox.environment(), pass_fds=[writer],
+                process = subprocess.Popen(verdict_command(writer, job_path), cwd=folder, env=sandbox.environment(), pass_fds=[writer],
                                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                            stderr=subprocess.DEVNULL, start_new_session=True)
             else:
@@ -296,10 +295,10 @@ class DecideGrades(NbGraderPreprocessor):
                 self.log.warning("Verdict: unreadable record %r", printable(line, 200))
         return records
 
-
     def start_sandboxed(self, folder, job_path, writer):
         """The verdict process in a sandbox of its own: forked from this process's warm fork server
-        (torch already imported, as for `course grade`'s kernels) where it can be, else a new process."""
+        (torch already imported, as for `course grade`'s kernels) where it can be, else a new process
+        (in the same sandbox, started again, as ForkedKernelProvisioner does for a kernel)."""
         env = forkserver.autograde_environment()
         box = sandbox.KernelSandbox(folder, log=self.log)
         if self.fork_server and sys.platform.startswith("linux"):
@@ -307,10 +306,13 @@ class DecideGrades(NbGraderPreprocessor):
                 return box, forkserver.fork_into(box, sys.executable, [job_path], env, kept=[writer], verdict=True)
             except OSError as error:
                 self.log.warning("Fork server unavailable (%s): starting the verdict as a new process", error)
-                box.close()
-                box = sandbox.KernelSandbox(folder, log=self.log)
-        command = [sys.executable, "-I", "-m", "autograder.verdict", str(writer), job_path]
-        return box, box.start(command, env, keep_fds=[writer])
+                box.stop()
+        return box, box.start(verdict_command(writer, job_path), env, keep_fds=[writer])
+
+
+def verdict_command(writer, job_path) -> list[str]:
+    """The verdict as a new process: a plain, isolated Python (`-I`: no folder of the grader on sys.path)."""
+    return [sys.executable, "-I", "-m", "autograder.verdict", str(writer), job_path]
 
 
 def verdict_cell(cell) -> dict:

@@ -367,14 +367,19 @@ def test_a_killed_grader_leaves_no_sandbox_behind(mode, tmp_path):
     assert not running(tag)
 
 
-@pytest.fixture
-def bounded(request, tmp_path, monkeypatch):
-    """A kernel whose sandbox as a whole may hold 384 MiB and 48 processes or threads."""
+def need_cgroups():
+    """A cgroup per sandbox, or a failure that says why (tests/system_tools.py)."""
     from autograder import cgroups
 
     if cgroups.problem():
         missing("a cgroup for each sandbox", f"grade as root, or in a delegated cgroup: {cgroups.problem()}",
                 "COURSE_SKIP_CGROUPS")
+
+
+@pytest.fixture
+def bounded(request, tmp_path, monkeypatch):
+    """A kernel whose sandbox as a whole may hold 384 MiB and 48 processes or threads."""
+    need_cgroups()
     monkeypatch.setattr(sandbox, "GROUP_MEMORY_BYTES", 384 * 2**20)
     monkeypatch.setattr(sandbox, "GROUP_PROCESSES", 48)
     work = tmp_path / "autograded" / "me" / "a1"
@@ -407,11 +412,7 @@ def test_a_kernel_is_bounded_as_a_whole(bounded):
 
 
 def test_a_sandboxs_group_is_gone_with_it(tmp_path):
-    from autograder import cgroups
-
-    if cgroups.problem():
-        missing("a cgroup for each sandbox", f"grade as root, or in a delegated cgroup: {cgroups.problem()}",
-                "COURSE_SKIP_CGROUPS")
+    need_cgroups()
     box = sandbox.KernelSandbox(tmp_path)
     box.start(["/bin/sleep", "30"], sandbox.environment())
     folders = list(box.group.folders)
@@ -423,9 +424,7 @@ def test_a_sandboxs_group_is_gone_with_it(tmp_path):
 def test_the_groups_of_dead_graders_are_removed(tmp_path):
     from autograder import cgroups
 
-    if cgroups.problem():
-        missing("a cgroup for each sandbox", f"grade as root, or in a delegated cgroup: {cgroups.problem()}",
-                "COURSE_SKIP_CGROUPS")
+    need_cgroups()
     gone = subprocess.Popen(["/bin/true"])
     gone.wait()  # a grader that was killed before it could remove its groups
     _, parents = cgroups._places()

@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from autograder import classroom
+from autograder import classroom, forkserver
 from autograder.grading import DecideGrades, SafeExecute, decided_outputs
 from autograder.messages import printable
 from autograder.messages import shows
@@ -143,19 +143,22 @@ def test_text_from_a_submission_loses_its_terminal_escape_sequences():
 
 # ------------------------------------------------------------------ the verdict process itself
 
-@pytest.mark.parametrize("forked", [True, False], ids=["forked from the fork server", "a new process"])
-def test_the_verdict_process_decides_the_same_forked_or_new(forked, caplog):
+@pytest.mark.parametrize("forked", [True, False, "unavailable"],
+                         ids=["forked from the fork server", "a new process", "fork server unavailable"])
+def test_the_verdict_process_decides_the_same_forked_or_new(forked, caplog, monkeypatch):
     """Forked from the warm fork server (the default) or started as a new process, the verdict runs the
     student's definitions, never their statements, and decides each test cell."""
     cells = [{"kind": "trusted", "source": "import torch", "grade_id": "imports"},
              {"kind": "student", "source": "def double(x):\n    return 2 * x\nraise SystemExit", "grade_id": "answer"},
              {"kind": "test", "source": "assert double(torch.tensor(2)).item() == 4", "grade_id": "right"},
              {"kind": "test", "source": "assert double(1) == 3", "grade_id": "wrong"}]
+    if forked == "unavailable":  # then a new process, in the same sandbox started again
+        monkeypatch.setattr(forkserver, "fork_server", lambda *a: (_ for _ in ()).throw(OSError("stopped")))
     with caplog.at_level(logging.WARNING):
-        records = DecideGrades(fork_server=forked).verdict(cells, tests=2)
+        records = DecideGrades(fork_server=bool(forked)).verdict(cells, tests=2)
     assert records["right"]["passed"] is True
     assert records["wrong"]["passed"] is False
-    assert "Fork server unavailable" not in caplog.text
+    assert ("Fork server unavailable" in caplog.text) == (forked == "unavailable")
 
 
 def test_a_notebook_past_its_time_budget_stops_and_its_later_cells_earn_nothing(tmp_path):
