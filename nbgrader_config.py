@@ -46,10 +46,16 @@ from autograder.feedback import TEMPLATE, TEMPLATE_BASEDIRS  # noqa: E402
 # HTMLExporter) and the feedback pages (FeedbackExporter, a subclass) drop scripts, event handlers,
 # `javascript:` links, iframes and active SVG from markdown and from HTML, SVG and JavaScript outputs,
 # with nbconvert's own sanitiser: its preprocessor (nbgrader's templates render markdown cells without
-# the `sanitize_html` filter), and the filter for what the base templates render. The feedback page
-# also forbids every script (Content-Security-Policy, autograder/templates/course_feedback).
+# the `sanitize_html` filter), and the filter for what the base templates render. Both pages also have
+# a Content-Security-Policy that runs none of the submission's scripts, should one get past the sanitiser
+# (the feedback page: autograder/templates/course_feedback; the formgrader's: autograder/formgrade.py).
+from autograder import formgrade  # noqa: E402
+
 c.HTMLExporter.preprocessors = ["nbconvert.preprocessors.sanitize.SanitizeHTML"]
 c.HTMLExporter.sanitize_html = True
+c.HTMLExporter.template_name = formgrade.TEMPLATE
+c.HTMLExporter.extra_template_basedirs = formgrade.TEMPLATE_BASEDIRS
+c.HTMLExporter.filters = {"formgrade_policy": "autograder.formgrade.content_security_policy"}
 # (configured on a subclass: HTMLExporter itself also renders the formgrader's own pages)
 c.GenerateFeedback.exporter_class = "autograder.feedback.FeedbackExporter"
 c.FeedbackExporter.template_name = TEMPLATE

@@ -39,14 +39,15 @@ def test_grading_a_written_answer_in_the_formgrader_changes_the_total(demo, page
         page.goto(f"{server['url']}/formgrader/submissions/{submission}/?token={server['token']}")
         score = page.locator(f"input.score#{WRITTEN}")
         # the inputs are in the page's HTML before its scripts fetch the grades and comments and bind the
-        # saving to them: a score typed earlier is never saved (seen under CI load). Not `formgrader.loaded`:
-        # offline, the formgrader's init stops at "MathJax is not defined" (MathJax comes from a CDN), after
-        # binding the saving but before its keyboard shortcuts
-        page.wait_for_function("() => formgrader.grades.loaded && formgrader.comments.loaded", timeout=60_000)
+        # saving to them: a score typed earlier is never saved (seen under CI load). `formgrader.loaded`:
+        # its start-up ran to the end, keyboard shortcuts included, offline too and under the page's
+        # Content-Security-Policy (autograder/formgrade.py)
+        page.wait_for_function("() => formgrader.loaded && formgrader.grades.loaded && formgrader.comments.loaded",
+                               timeout=60_000)
         page.locator(f"textarea#{WRITTEN}-comment").fill(
             "Right: Tensor.to returns a new tensor. / 正确：Tensor.to 返回新张量。")
         score.fill("2")
-        score.press("Tab")  # the formgrader saves a score when the field loses focus
+        score.press("Escape")  # the formgrader's shortcut: leave the field, which saves it
         deadline = time.monotonic() + 60
         while needs_hand_grading(db_url, ASSIGNMENT, STUDENT) and time.monotonic() < deadline:
             time.sleep(0.5)

@@ -59,7 +59,11 @@ def assert_nothing_ran(page):
         links.first.click()
         page.wait_for_timeout(300)
     assert page.evaluate("() => window.__pwned") is None
-    # in the notebook's cells (the formgrader's own controls around them have handlers of their own)
+
+
+def assert_nothing_active_left(page):
+    """What the sanitiser removed: in the notebook's cells (the formgrader's own controls around them
+    have handlers of their own), no handler attribute, `javascript:` URL, frame or script."""
     active = page.evaluate("""() => [...document.querySelectorAll('.cell *')]
         .filter(e => [...e.attributes].some(a => a.name.startsWith('on') ||
                                                    /^\\s*javascript:/i.test(a.value)))
@@ -74,26 +78,49 @@ def test_the_feedback_page_runs_nothing_of_the_submission_and_stays_readable(gra
     assert "Content-Security-Policy" in html
     page.goto(path.as_uri())
     assert_nothing_ran(page)
+    assert_nothing_active_left(page)
     assert page.get_by_text("visible words").count() >= 1
     assert page.get_by_text("visible output").count() >= 1
 
 
-def test_the_formgrader_view_of_the_submission_runs_nothing_and_grades_stay(graded, page, tmp_path):
+# A sanitiser that misses everything (as if the submission had found its blind spot): the page's
+# Content-Security-Policy alone must then keep the payload from running (autograder/formgrade.py).
+SANITISER_OFF = """
+c.HTMLExporter.preprocessors = []
+c.HTMLExporter.sanitize_html = False
+"""
+
+
+@pytest.mark.parametrize("walls", ["sanitiser and policy", "policy alone"])
+def test_the_formgrader_view_of_the_submission_runs_nothing_and_grades_stay(graded, page, tmp_path, walls):
     course = tmp_path / "course"
     shutil.copytree(graded, course)
+    if walls == "policy alone":
+        with open(course / "nbgrader_config.py", "a", encoding="utf-8") as config:
+            config.write(SANITISER_OFF)
     db_url = f"sqlite:///{course / 'gradebook.db'}"
     with Gradebook(db_url) as gradebook:
         before = {student: gradebook.find_submission(ASSIGNMENT, student).score for student in (ATTACKER, CONTROL)}
         submission = gradebook.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, ATTACKER).id
-    calls = []
+    calls, refused = [], []
     extension = "--ServerApp.jpserver_extensions=nbgrader.server_extensions.formgrader=True"
     with jupyter("server", course, tmp_path, extension) as server:
         page.set_extra_http_headers({"Authorization": f"token {server['token']}"})
         page.on("request", lambda request: calls.append(request.url) if "/api/" in request.url and
                 request.method != "GET" else None)
+        page.on("console", lambda message: refused.append(message.text)
+                if "Content Security Policy" in message.text else None)
         page.goto(f"{server['url']}/formgrader/submissions/{submission}/?token={server['token']}")
-        page.wait_for_function("() => formgrader.grades.loaded && formgrader.comments.loaded", timeout=60_000)
+        # nbgrader's own scripts ran to the end of their start-up (keyboard shortcuts included)
+        page.wait_for_function("() => formgrader.loaded && formgrader.grades.loaded && formgrader.comments.loaded",
+                               timeout=60_000)
         assert_nothing_ran(page)
+        if walls == "policy alone":
+            assert page.locator(".cell script").count() > 0  # the payload is in the page, and did not run
+            assert refused, "the policy refused nothing"
+        else:
+            assert_nothing_active_left(page)
+            assert refused == []  # nothing of nbgrader's own page is refused
         assert page.get_by_text("visible words").count() >= 1
         time.sleep(1)
     assert calls == []
