@@ -123,6 +123,7 @@ def grade_class(args) -> int:
     for student, error in sorted(outcome.failed.items()):
         error = error if isinstance(error, Bilingual) else Bilingual(error, error)
         say(f"! {student}: not graded: {error.en}", f"! {student}：未评分：{error.zh}")
+    print(message("grading_logs", folder=outcome.logs), flush=True)
     print_hand_grading(db_url, args.assignment)
     if not outcome.graded and not (args.shard and not outcome.failed):  # a shard may hold no student
         print(message("nothing_graded", assignment=args.assignment, folder=root.resolve() / "submitted"), flush=True)

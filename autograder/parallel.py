@@ -19,6 +19,8 @@ back into one course folder for `nbgrader generate_feedback`.
 """
 import ctypes
 import hashlib
+import io
+import logging
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -35,6 +37,9 @@ from .messages import Bilingual, printable, text
 from .sandbox import GradingKernelManager
 
 BUSY_TIMEOUT_S = 300
+LOGS = "logs"  # the course folder's logs/ASSIGNMENT/STUDENT.log: each student's whole grading log
+SHOWN_LINES = 12  # of one warning, on the terminal (the log file keeps all of it)
+REGRADED = "] Removing existing assignment: "
 _PR_SET_PDEATHSIG = 1
 _api = None  # one NbGraderAPI per worker process
 
@@ -44,6 +49,7 @@ class Outcome:
     graded: list = field(default_factory=list)
     failed: dict = field(default_factory=dict)   # student → nbgrader's error line, or a Bilingual
     seconds: float = 0.0
+    logs: Path | None = None  # the folder of the students' grading logs
 
 
 def submitted_students(root: Path, assignment: str) -> list[str]:
@@ -73,17 +79,21 @@ def grade(root: Path, assignment: str, jobs: int, students=None, progress=print,
         progress(shown.en)
         progress(shown.zh)
     _configure(root)
-    outcome, started = Outcome(), time.monotonic()
+    outcome, started = Outcome(logs=root / LOGS / assignment), time.monotonic()
+    outcome.logs.mkdir(parents=True, exist_ok=True)
     tasks = [(assignment, s) for s in students]
     for done, ((_, student), (finished, result)) in enumerate(
             run_jobs(_grade_one, tasks, max(1, min(jobs, len(students) or 1)),
                      initializer=_start_worker, initargs=(fork_server,)), start=1):
         if finished:
-            success, error, seconds = result
+            success, error, seconds, log = result
         else:
-            success, error, seconds = False, text("worker_died", cause=result), 0.0
+            success, error, seconds, log = False, text("worker_died", cause=result), 0.0, ""
         (outcome.graded.append(student) if success else outcome.failed.__setitem__(student, error))
         progress(_bar(done, len(students)) + f" {student} ({seconds:.1f} s){'' if success else ' ✗'}")
+        (outcome.logs / f"{student}.log").write_text(printable(log, len(log)), "utf-8")
+        for warning in warnings_in(log):
+            progress(f"    {student}: {warning}")
     outcome.seconds = time.monotonic() - started
     return outcome
 
@@ -155,7 +165,7 @@ def _work(connection, function, initializer, initargs):
         try:
             result = function(task)
         except Exception:  # nbgrader's own errors come back in its result; anything else too
-            result = (False, traceback.format_exc().strip().splitlines()[-1], 0.0)
+            result = (False, traceback.format_exc().strip().splitlines()[-1], 0.0, traceback.format_exc())
         connection.send(result)
 
 
@@ -207,14 +217,52 @@ def _start_worker(fork_server):
 
 
 def _grade_one(job):
+    """Autograde one submission; (success, the error line, seconds, the whole log)."""
     assignment, student = job
     started = time.monotonic()
     # like plain `nbgrader autograde`: a student missing from the gradebook is added unless the course
     # configuration says not to (nbgrader_config.py does, once a roster is registered)
     create = _api.config.Autograde.get("create_student", True)
-    result = _api.autograde(assignment, student, force=True, create=create)
-    details = (result.get("log") or "") + "\n" + (result.get("error") or "")
-    return result["success"], _error_line(details), time.monotonic() - started
+    with _whole_log() as log:
+        result = _api.autograde(assignment, student, force=True, create=create)
+    details = log.getvalue() + (result.get("error") or "")
+    return result["success"], _error_line(details), time.monotonic() - started, details
+
+
+class _whole_log:
+    """Everything one autograde logs, in order, as `nbgrader autograde` prints it: its application's
+    log, and what classes without a parent application log through traitlets' own logger (the kernel
+    manager and its provisioner: the sandbox's `kernel>` lines, a dead kernel). Outside an nbgrader
+    command that logger has no handler, and those lines would be lost."""
+    FORMAT = "[AutogradeApp | %(levelname)s] %(message)s"
+
+    def __enter__(self) -> io.StringIO:
+        from traitlets.log import get_logger
+
+        self.buffer, self.handler = io.StringIO(), logging.StreamHandler()
+        self.handler.setStream(self.buffer)
+        self.handler.setFormatter(logging.Formatter(self.FORMAT))
+        self.loggers = [logging.getLogger("AutogradeApp"), get_logger()]
+        for logger in self.loggers:
+            logger.addHandler(self.handler)
+        return self.buffer
+
+    def __exit__(self, *exc):
+        for logger in self.loggers:
+            logger.removeHandler(self.handler)
+
+
+def warnings_in(log: str) -> list[str]:
+    """The warnings and errors of a grading log, each with at most SHOWN_LINES lines, safe to print."""
+    records = re.split(r"^(?=\[[\w.]+ \| [A-Z]+\] )", log, flags=re.M)
+    found = []
+    for record in records:
+        # `course grade` always regrades (force=True): that nbgrader's note says so is no news
+        if re.match(r"\[[\w.]+ \| (WARNING|ERROR|CRITICAL)\] ", record) and REGRADED not in record:
+            lines = record.rstrip().splitlines()
+            shown = lines[:SHOWN_LINES] + ([f"      … ({len(lines) - SHOWN_LINES} more)"] if len(lines) > SHOWN_LINES else [])
+            found.append(printable("\n".join(shown)))
+    return found
 
 
 def _error_line(error: str) -> str | Bilingual:

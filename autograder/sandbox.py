@@ -43,6 +43,7 @@ namespaces, not Linux), grading refuses to run unless the instructor explicitly 
 import functools
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -526,9 +527,18 @@ class SandboxedProvisioner(LocalProvisioner):
         """A kernel that ended on its own with an error: its last lines of output, for the grader's log."""
         if returncode in (0, None) or self.killed or not sandbox.output_text():
             return
-        lines = sandbox.output_text().splitlines()[-20:]
-        self.log.warning("Kernel output (sandbox %s):\n%s", sandbox.work_dir,
-                         "\n".join(f"  kernel> {printable(line, 500)}" for line in lines))
+        lines = [line for line in sandbox.output_text().splitlines() if not _ipykernel_banner(line)][-20:]
+        if lines:
+            self.log.warning("Kernel output (sandbox %s, exit status %s):\n%s", sandbox.work_dir, returncode,
+                             "\n".join(f"  kernel> {printable(line, 500)}" for line in lines))
+
+
+def _ipykernel_banner(line: str) -> bool:
+    """A line of the note every kernel started by `ipykernel` prints (Ctrl-C, how to connect): no news."""
+    from ipykernel.kernelapp import _ctrl_c_message
+
+    return not line.strip() or line in _ctrl_c_message.splitlines() or bool(
+        re.fullmatch(r"To connect another client to this kernel, use:|\s+--existing \S+", line))
 
 
 class GradingKernelManager(AsyncKernelManager):

@@ -147,12 +147,12 @@ class Listener:
 
 
 def course_files(root: Path) -> dict:
-    """Every file, folder and link under the course folder (.pyc included), except what nbgrader itself
-    writes there while grading (autograded/ and the gradebook)."""
+    """Every file, folder and link under the course folder (.pyc included), except what the graders
+    themselves write there while grading (autograded/, the gradebook, `course grade`'s logs/)."""
     found = {}
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)
-        if relative.parts[0] == "autograded" or relative.parts[0].startswith("gradebook.db"):
+        if relative.parts[0] in ("autograded", "logs") or relative.parts[0].startswith("gradebook.db"):
             continue
         if path.is_symlink():
             found[str(relative)] = f"link to {os.readlink(path)}"
@@ -253,6 +253,26 @@ def test_broken_files_are_reported_and_earn_nothing(graded, grader, case):
     course, scores, log, _ = graded
     assert case["id"] not in scores
     assert NOT_GRADED[grader].format(case["id"]) in log
+
+
+CHECKSUM_CHANGED = "[AutogradeApp | WARNING] Attribute 'checksum' for cell test_to_device has changed!"
+
+
+def test_a_tampered_test_cell_is_reported_on_the_terminal_and_in_the_students_log(graded, grader):
+    """nbgrader's warning about a changed test cell reaches the instructor under both graders; `course
+    grade` also keeps each student's whole log, and names the student on the terminal."""
+    course, _, log, _ = graded
+    if grader == "nbgrader autograde":
+        assert CHECKSUM_CHANGED in log
+        return
+    assert f"    emptied-test-cell: {CHECKSUM_CHANGED}" in log
+    logs = course / "logs" / ASSIGNMENT
+    assert shows(log, "grading_logs") and str(logs) in log
+    assert CHECKSUM_CHANGED in (logs / "emptied-test-cell.log").read_text("utf-8")
+    control = (logs / f"{CONTROLS[0]}.log").read_text("utf-8")
+    assert "Verdict of 5 test cells" in control and "checksum" not in control
+    # a kernel that crashed: the sandbox's lines reach the student's log too (traitlets' own logger)
+    assert "DeadKernelError in cell" in (logs / "segfault.log").read_text("utf-8")
 
 
 def test_the_memory_bomb_asks_for_more_than_the_configured_limit():
