@@ -13,6 +13,7 @@ from os.path import exists as _exists  # bound once: a submission that replaces 
 import numpy
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import integrity
 from .devices import has_data, same_device
@@ -432,6 +433,56 @@ def assert_modes(model, training, what):
         if module.training != training:
             _fail("mode_changed", what=what, name=f"model.{name}" if name else "model",
                   expected="train()" if training else "eval()", found="train()" if module.training else "eval()")
+
+
+_NORMS = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm)
+_NORM_KERNELS = ("batch_norm", "layer_norm", "group_norm")
+
+
+class _NormKernelInputs(TorchDispatchMode):
+    """Records the dtype of the input of every normalisation kernel run while it is active."""
+
+    def __init__(self):
+        super().__init__()
+        self.dtypes = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if any(kernel in func.__name__ for kernel in _NORM_KERNELS) and args and isinstance(args[0], torch.Tensor):
+            self.dtypes.append((func.__name__.split(".")[0], _dtype_of(args[0])))
+        return func(*args, **(kwargs or {}))
+
+
+def assert_16_bit_forward(model, x, dtype, what):
+    """`model(x)` runs and returns `dtype`, every normalisation kernel computes on float32 (a float32
+    LayerNorm or GroupNorm fed 16 bits runs on the CPU but raises on CUDA, so this is checked on every
+    device, meta included), and every normalisation layer hands back `dtype`."""
+    __tracebackhide__ = True
+    returned = []
+    hooks = [m.register_forward_hook(lambda m, args, out: returned.append((_name(m), out)))
+             for m in model.modules() if isinstance(m, _NORMS)]
+    recorder = _NormKernelInputs()
+    try:
+        with torch.no_grad(), recorder:
+            output = call(what, model, x)
+    except AssertionError:
+        _assert_norms_computed_right(recorder.dtypes, returned, dtype, what)  # the likely cause, if seen
+        raise
+    finally:
+        for hook in hooks:
+            hook.remove()
+    _assert_norms_computed_right(recorder.dtypes, returned, dtype, what)
+    assert_dtype(output, dtype, what, hint="dtype_hint_norm_output")
+
+
+def _assert_norms_computed_right(fed, returned, dtype, what):
+    """Each normalisation kernel got float32 (on a GPU, the error of one that did not is its reason to
+    fail) and each normalisation layer returned `dtype` (the next layer's dtype error, if not)."""
+    __tracebackhide__ = True
+    for kernel, found in fed:
+        if found != torch.float32:
+            _fail("norm_fed_16_bit", what=what, kernel=kernel, found=found)
+    for layer, out in returned:
+        assert_dtype(out, dtype, f"{what}: {layer}", hint="dtype_hint_norm_output")
 
 
 def assert_rows_of(rows, table, what):

@@ -304,11 +304,26 @@ def bce_refused_under_cuda_autocast():
 
 
 @claim("8 · Casting a model for 16-bit inference",
-       "float32 BatchNorm1d and LayerNorm accept a float16 input on CUDA and return float16")
-def float32_norms_take_16_bit_inputs():
+       "a float32 LayerNorm refuses a float16 input on CUDA (\"expected scalar type Half but found Float\"), "
+       "and so does GroupNorm; a float32 BatchNorm1d accepts it; with float32 fed in and float16 handed back by "
+       "hooks, the lesson's cast model runs")
+def float32_norms_refuse_16_bit_inputs_on_cuda():
     x = torch.randn(4, 8, device="cuda", dtype=torch.float16)
-    dtypes = [norm.cuda()(x).dtype for norm in (nn.BatchNorm1d(8).eval(), nn.LayerNorm(8))]
-    return dtypes == [torch.float16, torch.float16], f"outputs: {dtypes}"
+    refused = [error_of(lambda: norm.cuda()(x)) for norm in (nn.LayerNorm(8), nn.GroupNorm(2, 8))]
+    batch_norm = nn.BatchNorm1d(8).cuda().eval()(x).dtype
+    net = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 8), nn.LayerNorm(8)).cuda().eval()
+    for module in net.modules():  # lesson 8's recipe
+        if isinstance(module, (nn.BatchNorm1d, nn.LayerNorm)):
+            module.register_forward_pre_hook(lambda m, args: tuple(a.float() for a in args))
+            module.register_forward_hook(lambda m, args, output: output.to(torch.float16))
+        else:
+            for p in module.parameters(recurse=False):
+                p.data = p.data.to(torch.float16)
+    output = net(torch.randn(3, 4, device="cuda", dtype=torch.float16)).dtype
+    holds = "expected scalar type Half but found Float" in refused[0] and refused[1] != "no error" and \
+        batch_norm == torch.float16 and output == torch.float16
+    return holds, f"LayerNorm, GroupNorm: {[r.splitlines()[0] for r in refused]}; " \
+                  f"BatchNorm1d: {batch_norm}; the recipe's model: {output}"
 
 
 # ------------------------------------------------------------------ lesson 9 · several devices

@@ -905,3 +905,53 @@ def test_transfers_made_while_the_counter_is_switched_off_are_seen(device):
             hidden = torch.stack([first, *(t.to(device) for t in tensors[1:])])  # all of it unseen
     fails_showing("transfer_unseen", dict(what="stack_and_move()"), checks.assert_transfers, counter, 1,
                   "stack_and_move()", result=hidden)
+
+
+class NormBlock(nn.Module):
+    """BatchNorm, GroupNorm and, last, LayerNorm between layers a 16-bit cast reaches."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.batch_norm, self.group_norm = nn.Conv1d(2, 4, 3), nn.BatchNorm1d(4), nn.GroupNorm(2, 4)
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(8, 3), nn.LayerNorm(3))
+
+    def forward(self, x):
+        return self.head(self.group_norm(self.batch_norm(self.conv(x))))
+
+
+NORMS = (nn.BatchNorm1d, nn.GroupNorm, nn.LayerNorm)
+
+
+def cast_but_norms(model, dtype, feed=None, give_back=None):
+    """The 16-bit recipe, with what each kept norm does about its input and its output."""
+    for module in model.modules():
+        if isinstance(module, NORMS):
+            if feed:
+                module.register_forward_pre_hook(lambda m, args: tuple(a.to(feed) for a in args))
+            if give_back:
+                module.register_forward_hook(lambda m, args, out: out.to(give_back))
+        else:
+            module._apply(lambda t: t.to(dtype) if t.is_floating_point() else t, recurse=False)
+    return model.eval()
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_16_bit_model_whose_norms_compute_on_float32_passes(device, dtype):
+    model = cast_but_norms(NormBlock().to(device), dtype, feed=torch.float32, give_back=dtype)
+    checks.assert_16_bit_forward(model, torch.randn(5, 2, 4, device=device, dtype=dtype), dtype, "model(x)")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_norms_fed_16_bit_are_named_on_every_device(device, dtype):
+    """The CPU-only recipe: it runs here (and on meta), and would raise at LayerNorm on a CUDA GPU."""
+    model = cast_but_norms(NormBlock().to(device), dtype)
+    x = torch.randn(5, 2, 4, device=device, dtype=dtype)
+    _, fields = failure("norm_fed_16_bit", checks.assert_16_bit_forward, model, x, dtype, "model(x)")
+    assert fields["found"] == dtype and "batch_norm" in fields["kernel"]
+
+
+def test_a_norm_that_keeps_float32_output_is_named_before_the_next_layer_raises(device):
+    model = cast_but_norms(NormBlock().to(device), torch.float16, feed=torch.float32)
+    x = torch.randn(5, 2, 4, device=device, dtype=torch.float16)
+    shown, _ = failure("wrong_dtype", checks.assert_16_bit_forward, model, x, torch.float16, "model(x)")
+    assert shows(shown, "dtype_hint_norm_output") and "BatchNorm1d" in shown
