@@ -11,7 +11,10 @@ COPY_OPS = {torch.ops.aten._to_copy.default, torch.ops.aten.copy_.default}
 
 
 class TransferCounter(TorchDispatchMode):
-    """Counts copies between devices (`.to`, `.cuda()`, `out[i] = t`, …) at the ATen level."""
+    """Counts copies between devices at the ATen level: the explicit ones (`.to`, `.cuda()`, `out[i] = t`,
+    …), and the ones an operation makes inside its kernel, where no copy reaches the dispatcher: a CPU
+    tensor with at least one dimension that meets tensors of another device in an operation that does
+    not raise (an index or a mask in `x[index]`, `index_put_`) is moved to that device there."""
 
     def __init__(self):
         super().__init__()
@@ -40,6 +43,10 @@ class TransferCounter(TorchDispatchMode):
             target = args[0] if func is torch.ops.aten.copy_.default else result
             if source.device != target.device:
                 self.transfers += 1
+        else:
+            tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+            if len({t.device for t in tensors}) > 1:  # it did not raise: its CPU tensors were moved
+                self.transfers += sum(t.device.type == "cpu" and t.dim() > 0 for t in tensors)
         return result
 
 

@@ -37,6 +37,30 @@ def test_casts_and_same_device_copies_are_not_transfers(tensors):
     assert counter.transfers == 0
 
 
+INDEX, MASK = torch.tensor([0, 2]), torch.tensor([True, False, True, False, True])
+
+
+@pytest.mark.parametrize("operation, copies", [
+    (lambda x: x[INDEX], 1),                                  # the index is moved to x's device
+    (lambda x: x[MASK], 1),
+    (lambda x: x.index_put_((INDEX,), torch.ones(2)), 2),     # the index and the values
+    (lambda x: x.__setitem__(slice(0, 2), torch.ones(2)), 1), # x[0:2] = a CPU tensor
+    (lambda x: x * torch.tensor(2.0), 0),                     # a 0-dim CPU tensor joins as a number
+    (lambda x: x[INDEX.to(x.device)], 1),                     # the one explicit move
+], ids=["cpu-index", "cpu-mask", "index_put_", "slice-assignment", "0-dim-scalar", "index-moved-first"])
+def test_copies_inside_an_operation_are_counted(operation, copies):
+    """Indexing a device tensor with a CPU index or mask raises nothing: the kernel copies it across."""
+    with count_transfers() as counter:
+        operation(torch.zeros(5, device="meta"))
+    assert counter.transfers == copies
+
+
+def test_an_operation_that_refuses_the_mix_copies_nothing():
+    with count_transfers() as counter, pytest.raises(RuntimeError, match="expected device meta"):
+        torch.zeros(5, device="meta") + torch.ones(5)
+    assert counter.transfers == 0
+
+
 @pytest.fixture
 def cuda_checkpoint(tmp_path):
     path = tmp_path / "trained_on_gpu.pt"
