@@ -4,7 +4,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import classroom, sandbox
+from . import classroom, sandbox, settings
 from .messages import Bilingual, message, text
 
 
@@ -110,12 +110,13 @@ def grade_class(args) -> int:
         shown = text("sandbox_unavailable", reason=sandbox.problem())
         say(shown.en, shown.zh)
         return 2
-    db_url = gradebook_url(root)
+    config = settings.load(root)
+    db_url = settings.gradebook_url(config)
     if not registered(db_url, args.assignment):
         print(message("not_registered", assignment=args.assignment, gradebook=db_url), flush=True)
         return 2
     warn_not_on_roster(root, db_url, args.assignment)
-    outcome = grade_in_parallel(Path(args.root), args.assignment, args.jobs, args.student or None,
+    outcome = grade_in_parallel(Path(args.root), args.assignment, args.jobs, config, args.student or None,
                                 progress=lambda line: print(line, flush=True),
                                 fork_server=not args.no_fork_server, shard=args.shard)
     say(f"Graded {len(outcome.graded)} submission(s) in {outcome.seconds:.1f} s with {args.jobs} job(s).",
@@ -138,11 +139,10 @@ def setup(args) -> int:
 
     from nbgrader.apps import NbGraderAPI
 
-    from .parallel import course_config
-
     root = Path(args.root).resolve()
-    api = NbGraderAPI(config=course_config(root))
-    db_url = gradebook_url(root)
+    config = settings.load(root)
+    api = NbGraderAPI(config=config)
+    db_url = settings.gradebook_url(config)
     failed = False
     for assignment in sorted(p.name for p in (root / "release").iterdir() if (root / "source" / p.name).is_dir()):
         # generate_assignment is what records an assignment, its notebooks and its test cells (with
@@ -171,18 +171,12 @@ def setup(args) -> int:
 def status(args) -> int:
     """Per student: points so far, and what still waits for grading by hand in the formgrader."""
     root = Path(args.root).resolve()
-    db_url = gradebook_url(root)
+    db_url = settings.gradebook_url(settings.load(root))
     if not registered(db_url, args.assignment):
         print(message("not_registered", assignment=args.assignment, gradebook=db_url), flush=True)
         return 2
     print_hand_grading(db_url, args.assignment, every_student=True)
     return 0
-
-
-def gradebook_url(root: Path) -> str:
-    from .parallel import course_config
-
-    return course_config(root).CourseDirectory.get("db_url") or f"sqlite:///{root.resolve() / 'gradebook.db'}"
 
 
 def registered(db_url: str, assignment: str) -> bool:

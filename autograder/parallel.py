@@ -17,6 +17,7 @@ hashes to shard I of N, so N cluster jobs, each on its own copy of the course fo
 one PostgreSQL gradebook, grade every student exactly once; `merge` brings their autograded/ folders
 back into one course folder for `nbgrader generate_feedback`.
 """
+import copy
 import ctypes
 import hashlib
 import io
@@ -34,9 +35,7 @@ from pathlib import Path
 
 from . import forkserver
 from .messages import Bilingual, printable, text
-from .sandbox import GradingKernelManager
 
-BUSY_TIMEOUT_S = 300
 LOGS = "logs"  # the course folder's logs/ASSIGNMENT/STUDENT.log: each student's whole grading log
 SHOWN_LINES = 12  # of one warning, on the terminal (the log file keeps all of it)
 REGRADED = "] Removing existing assignment: "
@@ -69,8 +68,10 @@ def in_shard(students, shard: tuple[int, int]) -> list[str]:
     return [student for student in students if shard_of(student, count) == index]
 
 
-def grade(root: Path, assignment: str, jobs: int, students=None, progress=print,
+def grade(root: Path, assignment: str, jobs: int, config, students=None, progress=print,
           fork_server=True, shard: tuple[int, int] | None = None) -> Outcome:
+    """Autograde `assignment` for `students` (everyone in submitted/) with `config`, the course's
+    settings (autograder/settings.py), in `jobs` worker processes."""
     root = Path(root).resolve()
     students = students or submitted_students(root, assignment)
     if shard:
@@ -78,7 +79,9 @@ def grade(root: Path, assignment: str, jobs: int, students=None, progress=print,
         shown = text("shard_selected", index=shard[0], count=shard[1], selected=len(students), total=total)
         progress(shown.en)
         progress(shown.zh)
-    _configure(root)
+    config = copy.deepcopy(config)
+    config.GradingKernelManager.fork_server = fork_server
+    _configure(config)
     outcome, started = Outcome(logs=root / LOGS / assignment), time.monotonic()
     outcome.logs.mkdir(parents=True, exist_ok=True)
     tasks = [(assignment, s) for s in students]
@@ -179,28 +182,13 @@ def _cause(exitcode) -> Bilingual:
     return Bilingual(f"exit status {exitcode}", f"退出状态 {exitcode}")
 
 
-def course_config(root: Path):
-    """nbgrader_config.py of the course folder, as nbgrader loads it there."""
-    from traitlets.config.loader import PyFileConfigLoader
-
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
-    config.CourseDirectory.root = str(root)
-    return config
-
-
-def _configure(root: Path):
-    """Load nbgrader_config.py once, in the parent, so every forked worker inherits it."""
+def _configure(config):
+    """Create the gradebook and the NbGraderAPI once, in the parent, so every forked worker inherits them.
+    Every kernel of a worker is forked from its fork server (GradingKernelManager.fork_server)."""
     global _api
     from nbgrader.apps import NbGraderAPI
     from nbgrader.api import Gradebook
 
-    os.chdir(root)
-    config = course_config(root)
-    configured = config.CourseDirectory.get("db_url", "")
-    if not configured or configured.startswith("sqlite"):
-        # the course's SQLite gradebook, with a busy timeout; another database (PostgreSQL for a
-        # cluster, see the README) handles concurrent writers itself
-        config.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}?timeout={BUSY_TIMEOUT_S}"
     # create the gradebook before any worker writes to it; with the course's own id, as nbgrader opens
     # it (so that concurrent shards never race to add a course row of another name)
     with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.get("course_id", "default_course")):
@@ -211,7 +199,6 @@ def _configure(root: Path):
 def _start_worker(fork_server):
     # this worker forks its kernels from its own warm fork server (autograder/forkserver.py), each
     # into its own sandbox; without it, every kernel is a new process in a new sandbox
-    GradingKernelManager.fork_server = fork_server
     if fork_server:
         forkserver.prestart_for_autograde()
 

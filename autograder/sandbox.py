@@ -58,6 +58,7 @@ from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
+from traitlets import Bool
 
 from . import cgroups
 from .kernel import no_tracing_filter
@@ -543,13 +544,14 @@ def _ipykernel_banner(line: str) -> bool:
 
 class GradingKernelManager(AsyncKernelManager):
     """The kernel manager of nbgrader's Execute preprocessors: every kernel sandboxed, started as a
-    new process, or forked from the fork server in `course grade`'s workers (`fork_server = True`)."""
+    new process, or forked from the fork server in `course grade`'s workers (`fork_server`)."""
 
-    fork_server = False  # set in `course grade`'s workers (autograder/parallel.py)
+    fork_server = Bool(False, config=True, help="Fork each kernel from this process's warm fork server "
+                       "(autograder/forkserver.py); `course grade` sets it for its workers.")
 
     async def _async_pre_start_kernel(self, **kw):
         if self.provisioner is None:
-            if type(self).fork_server:
+            if self.fork_server:
                 from .forkserver import ForkedKernelProvisioner as provisioner_class
             else:
                 provisioner_class = SandboxedProvisioner

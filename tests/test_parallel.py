@@ -52,6 +52,25 @@ def test_one_student_only(parallel, course):
     assert done.returncode == 0 and "1/1 solution" in done.stdout
 
 
+def test_the_course_configuration_is_loaded_once_and_names_one_gradebook(parallel, course):
+    """`course grade` reads nbgrader_config.py once (workers and kernels inherit what it loaded) and every
+    part of it uses the same gradebook URL, the course's SQLite file with its busy timeout."""
+    _, root, _ = parallel
+    from autograder import settings
+
+    config_file, loads = root / "nbgrader_config.py", root / "config-loads.txt"
+    original = config_file.read_text("utf-8")
+    config_file.write_text(original + f"\nopen({str(loads)!r}, 'a').write('loaded\\n')\n", "utf-8")
+    try:
+        done = course("grade", ASSIGNMENT, "--student", "solution", "--root", root, timeout=300)
+    finally:
+        config_file.write_text(original, "utf-8")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert loads.read_text().splitlines() == ["loaded"]
+    url = settings.gradebook_url(settings.load(root))
+    assert url == f"sqlite:///{root.resolve() / 'gradebook.db'}?timeout={settings.BUSY_TIMEOUT_S}"
+
+
 def test_with_a_roster_a_student_not_on_it_is_not_graded(course, tmp_path):
     """As plain `nbgrader autograde` with the course's roster: a submission from someone else is reported,
     not silently added to the gradebook as a new student."""
