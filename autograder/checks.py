@@ -13,11 +13,11 @@ from os.path import exists as _exists  # bound once: a submission that replaces 
 import numpy
 import torch
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import integrity
 from .devices import has_data, same_device
 from .messages import diagnostic, text
+from .probes import NormKernelInputs
 
 # Read a tensor's device and dtype through PyTorch's C type, which Python code cannot patch, and accept
 # only real tensors: a patched `torch.Tensor.device` or an imitation object cannot fake a result.
@@ -436,20 +436,6 @@ def assert_modes(model, training, what):
 
 
 _NORMS = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm)
-_NORM_KERNELS = ("batch_norm", "layer_norm", "group_norm")
-
-
-class _NormKernelInputs(TorchDispatchMode):
-    """Records the dtype of the input of every normalisation kernel run while it is active."""
-
-    def __init__(self):
-        super().__init__()
-        self.dtypes = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if any(kernel in func.__name__ for kernel in _NORM_KERNELS) and args and isinstance(args[0], torch.Tensor):
-            self.dtypes.append((func.__name__.split(".")[0], _dtype_of(args[0])))
-        return func(*args, **(kwargs or {}))
 
 
 def assert_16_bit_forward(model, x, dtype, what):
@@ -460,7 +446,7 @@ def assert_16_bit_forward(model, x, dtype, what):
     returned = []
     hooks = [m.register_forward_hook(lambda m, args, out: returned.append((_name(m), out)))
              for m in model.modules() if isinstance(m, _NORMS)]
-    recorder = _NormKernelInputs()
+    recorder = NormKernelInputs()
     try:
         with torch.no_grad(), recorder:
             output = call(what, model, x)

@@ -86,8 +86,8 @@ def grade(root: Path, assignment: str, jobs: int, config, students=None, progres
     outcome.logs.mkdir(parents=True, exist_ok=True)
     tasks = [(assignment, s) for s in students]
     for done, ((_, student), (finished, result)) in enumerate(
-            run_jobs(_grade_one, tasks, max(1, min(jobs, len(students) or 1)),
-                     initializer=_start_worker, initargs=(fork_server,)), start=1):
+            run_jobs(_grade_one, tasks, max(1, min(jobs, len(students) or 1)), initializer=_start_worker),
+            start=1):
         if finished:
             success, error, seconds, log = result
         else:
@@ -196,10 +196,10 @@ def _configure(config):
     _api = NbGraderAPI(config=config)
 
 
-def _start_worker(fork_server):
+def _start_worker():
     # this worker forks its kernels from its own warm fork server (autograder/forkserver.py), each
     # into its own sandbox; without it, every kernel is a new process in a new sandbox
-    if fork_server:
+    if _api.config.GradingKernelManager.fork_server:
         forkserver.prestart_for_autograde()
 
 

@@ -7,6 +7,7 @@ import torch
 import torch.serialization
 from torch.utils._python_dispatch import TorchDispatchMode
 
+_dtype_of = torch._C.TensorBase.dtype.__get__  # not through a Python attribute a submission could patch
 COPY_OPS = {torch.ops.aten._to_copy.default, torch.ops.aten.copy_.default}
 
 
@@ -48,6 +49,22 @@ class TransferCounter(TorchDispatchMode):
             if len({t.device for t in tensors}) > 1:  # it did not raise: its CPU tensors were moved
                 self.transfers += sum(t.device.type == "cpu" and t.dim() > 0 for t in tensors)
         return result
+
+
+class NormKernelInputs(TorchDispatchMode):
+    """Records (kernel, input dtype) for every normalisation kernel run while it is active: what a
+    float32 LayerNorm was fed, seen from the dtypes alone (on meta too), where CUDA would refuse 16 bits."""
+
+    KERNELS = ("batch_norm", "layer_norm", "group_norm")
+
+    def __init__(self):
+        super().__init__()
+        self.dtypes = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if any(kernel in func.__name__ for kernel in self.KERNELS) and args and isinstance(args[0], torch.Tensor):
+            self.dtypes.append((func.__name__.split(".")[0], _dtype_of(args[0])))
+        return func(*args, **(kwargs or {}))
 
 
 @contextmanager
