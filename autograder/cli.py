@@ -118,15 +118,17 @@ def grade_class(args) -> int:
     warn_not_on_roster(root, db_url, args.assignment)
     outcome = grade_in_parallel(Path(args.root), args.assignment, args.jobs, config, args.student or None,
                                 progress=lambda line: print(line, flush=True),
-                                fork_server=not args.no_fork_server, shard=args.shard)
+                                fork_server=not args.no_fork_server, shard=args.shard, force=args.force)
     say(f"Graded {len(outcome.graded)} submission(s) in {outcome.seconds:.1f} s with {args.jobs} job(s).",
         f"用 {args.jobs} 个并行任务在 {outcome.seconds:.1f} 秒内评完 {len(outcome.graded)} 份提交。")
+    if outcome.unchanged:
+        print(message("grade_unchanged", count=len(outcome.unchanged), assignment=args.assignment), flush=True)
     for student, error in sorted(outcome.failed.items()):
         error = error if isinstance(error, Bilingual) else Bilingual(error, error)
         say(f"! {student}: not graded: {error.en}", f"! {student}：未评分：{error.zh}")
     print(message("grading_logs", folder=outcome.logs), flush=True)
     print_hand_grading(db_url, args.assignment)
-    if not outcome.graded and not (args.shard and not outcome.failed):  # a shard may hold no student
+    if not outcome.graded and not outcome.unchanged and not (args.shard and not outcome.failed):  # a shard may hold no student
         print(message("nothing_graded", assignment=args.assignment, folder=root.resolve() / "submitted"), flush=True)
         return 1
     return 0  # a submission nbgrader cannot grade is listed above; it is not a failure of grading
@@ -282,6 +284,11 @@ def main(argv=None) -> int:
                            help="submissions at a time (default: CPU cores) / 同时评分的提交数（默认：CPU 核数）")
     run_grade.add_argument("--student", action="append", help="only this student (repeatable) / 只评这个学生（可重复）")
     run_grade.add_argument("--root", default=".", help="course folder / 课程目录")
+    run_grade.add_argument("--force", action="store_true",
+                           help="regrade every submission, also those graded since they were submitted (their "
+                                "hand-graded answers are then flagged for review again, as with `nbgrader "
+                                "autograde --force`) / 重新评分所有提交，包括提交后已评过分的（它们人工评分的答案"
+                                "会再次被标记为待复核，与 `nbgrader autograde --force` 相同）")
     run_grade.add_argument("--no-fork-server", action="store_true",
                            help="start every kernel as a new process with its own imports / "
                                 "每个内核都作为新进程启动并自行导入模块")

@@ -38,7 +38,8 @@ from .messages import Bilingual, printable, text
 
 LOGS = "logs"  # the course folder's logs/ASSIGNMENT/STUDENT.log: each student's whole grading log
 SHOWN_LINES = 12  # of one warning, on the terminal (the log file keeps all of it)
-REGRADED = "] Removing existing assignment: "
+REGRADED = "] Removing existing assignment: "  # nbgrader's note when --force regrades
+UNCHANGED = "] Skipping existing assignment: "  # nbgrader's note for a submission graded since it came in
 _PR_SET_PDEATHSIG = 1
 _api = None  # one NbGraderAPI per worker process
 
@@ -46,6 +47,7 @@ _api = None  # one NbGraderAPI per worker process
 @dataclass
 class Outcome:
     graded: list = field(default_factory=list)
+    unchanged: list = field(default_factory=list)  # graded before, not submitted again: not regraded
     failed: dict = field(default_factory=dict)   # student → nbgrader's error line, or a Bilingual
     seconds: float = 0.0
     logs: Path | None = None  # the folder of the students' grading logs
@@ -69,9 +71,13 @@ def in_shard(students, shard: tuple[int, int]) -> list[str]:
 
 
 def grade(root: Path, assignment: str, jobs: int, config, students=None, progress=print,
-          fork_server=True, shard: tuple[int, int] | None = None) -> Outcome:
+          fork_server=True, shard: tuple[int, int] | None = None, force=False) -> Outcome:
     """Autograde `assignment` for `students` (everyone in submitted/) with `config`, the course's
-    settings (autograder/settings.py), in `jobs` worker processes."""
+    settings (autograder/settings.py), in `jobs` worker processes.
+
+    As plain `nbgrader autograde`: a submission already graded and not submitted again since is left
+    as it is (its hand grading too: nbgrader flags every hand-graded answer of a submission it regrades
+    for review again); `force` regrades every one, as `nbgrader autograde --force`."""
     root = Path(root).resolve()
     students = students or submitted_students(root, assignment)
     if shard:
@@ -84,16 +90,23 @@ def grade(root: Path, assignment: str, jobs: int, config, students=None, progres
     _configure(config)
     outcome, started = Outcome(logs=root / LOGS / assignment), time.monotonic()
     outcome.logs.mkdir(parents=True, exist_ok=True)
-    tasks = [(assignment, s) for s in students]
-    for done, ((_, student), (finished, result)) in enumerate(
+    tasks = [(assignment, s, force) for s in students]
+    for done, ((_, student, _), (finished, result)) in enumerate(
             run_jobs(_grade_one, tasks, max(1, min(jobs, len(students) or 1)), initializer=_start_worker),
             start=1):
         if finished:
             success, error, seconds, log = result
         else:
             success, error, seconds, log = False, text("worker_died", cause=result), 0.0, ""
-        (outcome.graded.append(student) if success else outcome.failed.__setitem__(student, error))
-        progress(_bar(done, len(students)) + f" {student} ({seconds:.1f} s){'' if success else ' ✗'}")
+        if not success:
+            outcome.failed[student], mark = error, " ✗"
+        elif UNCHANGED in log:
+            outcome.unchanged.append(student)
+            mark = " " + text("grade_unchanged_mark").en + " / " + text("grade_unchanged_mark").zh
+        else:
+            outcome.graded.append(student)
+            mark = ""
+        progress(_bar(done, len(students)) + f" {student} ({seconds:.1f} s){mark}")
         (outcome.logs / f"{student}.log").write_text(printable(log, len(log)), "utf-8")
         for warning in warnings_in(log):
             progress(f"    {student}: {warning}")
@@ -205,13 +218,13 @@ def _start_worker():
 
 def _grade_one(job):
     """Autograde one submission; (success, the error line, seconds, the whole log)."""
-    assignment, student = job
+    assignment, student, force = job
     started = time.monotonic()
     # like plain `nbgrader autograde`: a student missing from the gradebook is added unless the course
     # configuration says not to (nbgrader_config.py does, once a roster is registered)
     create = _api.config.Autograde.get("create_student", True)
     with _whole_log() as log:
-        result = _api.autograde(assignment, student, force=True, create=create)
+        result = _api.autograde(assignment, student, force=force, create=create)
     details = log.getvalue() + (result.get("error") or "")
     return result["success"], _error_line(details), time.monotonic() - started, details
 
@@ -244,7 +257,7 @@ def warnings_in(log: str) -> list[str]:
     records = re.split(r"^(?=\[[\w.]+ \| [A-Z]+\] )", log, flags=re.M)
     found = []
     for record in records:
-        # `course grade` always regrades (force=True): that nbgrader's note says so is no news
+        # that `--force` regrades is what the instructor asked for: nbgrader's note says so, no news
         if re.match(r"\[[\w.]+ \| (WARNING|ERROR|CRITICAL)\] ", record) and REGRADED not in record:
             lines = record.rstrip().splitlines()
             shown = lines[:SHOWN_LINES] + ([f"      … ({len(lines) - SHOWN_LINES} more)"] if len(lines) > SHOWN_LINES else [])

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbgrader.api import Gradebook
 
 from autograder import classroom
 from autograder.parallel import run_jobs
-from autograder.messages import Bilingual, fingerprint
+from autograder.messages import Bilingual, fingerprint, shows
 
 ASSIGNMENT = "a1_tensor_to"
 JOBS = (os.cpu_count() or 1) + 2  # more jobs than cores: the SQLite gradebook must still take every grade
@@ -48,8 +49,41 @@ def test_progress_and_failures_are_reported(parallel):
 
 def test_one_student_only(parallel, course):
     _, root, _ = parallel
-    done = course("grade", ASSIGNMENT, "--student", "solution", "--root", root, timeout=300)
-    assert done.returncode == 0 and "1/1 solution" in done.stdout
+    done = course("grade", ASSIGNMENT, "--student", "solution", "--force", "--root", root, timeout=300)
+    assert done.returncode == 0 and "1/1 solution" in done.stdout and "Graded 1 submission(s)" in done.stdout
+
+
+def test_a_late_submission_is_graded_alone_and_hand_grading_elsewhere_is_kept(parallel, course):
+    """nbgrader's rule, as plain `nbgrader autograde`: only a submission newer than its grading is graded
+    again. So one late submission leaves every other student's hand-graded answers as the grader left
+    them (regrading flags each of them for review again, and holds their feedback back); `--force`
+    regrades everyone."""
+    _, root, _ = parallel
+    graded_by_hand, late = "solution", next(s for s in classroom.scores(root, ASSIGNMENT) if s != "solution")
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as book:
+        [written] = [g for g in book.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, graded_by_hand).grades if g.cell.cell_type == "markdown"]
+        written.manual_score, written.needs_manual_grade = written.max_score, False
+        book.db.commit()
+        name, full = written.name, written.max_score
+    for student, stamp in [(graded_by_hand, "2026-01-01 10:00:00.000000 UTC"), (late, "2026-01-01 10:00:00.000000 UTC")]:
+        for folder in ("submitted", "autograded"):  # as `nbgrader collect` and autograde leave them
+            (root / folder / student / ASSIGNMENT / "timestamp.txt").write_text(stamp)
+    (root / "submitted" / late / ASSIGNMENT / "timestamp.txt").write_text("2026-01-02 09:00:00.000000 UTC")
+
+    done = course("grade", ASSIGNMENT, "--student", graded_by_hand, "--student", late, "--root", root, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Graded 1 submission(s)" in done.stdout and shows(done.stdout, "grade_unchanged"), done.stdout
+    assert f"{graded_by_hand} (" in done.stdout and "unchanged, kept / 未变，保留" in done.stdout
+
+    def hand_grade():
+        with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as book:
+            grade = book.find_grade(name, ASSIGNMENT, ASSIGNMENT, graded_by_hand)
+            return grade.manual_score, grade.needs_manual_grade
+
+    assert hand_grade() == (full, False)
+    forced = course("grade", ASSIGNMENT, "--student", graded_by_hand, "--force", "--root", root, timeout=300)
+    assert forced.returncode == 0 and "Graded 1 submission(s)" in forced.stdout, forced.stdout + forced.stderr
+    assert hand_grade() == (full, True)  # nbgrader asks for a review of what it regraded
 
 
 def test_the_course_configuration_is_loaded_once_and_names_one_gradebook(parallel, course):
