@@ -4,12 +4,13 @@
 lessons, the release notebooks, the part of the `autograder` package that they import (the checks every
 test cell calls, the messages, the simulated accelerators and probes the lessons use: found by following
 the imports, so grading-only modules such as the sandbox and the fork server never ship), the student
-environment (pyproject.toml, a Makefile) and the student configuration (deploy/student/: nbgrader's
+environment (pyproject.toml; start.py, which installs it and starts JupyterLab on any system; a Makefile) and the student configuration (deploy/student/: nbgrader's
 instructor extensions turned off, `nbgrader validate` without the grading sandbox). Nothing from
 `source/` (solutions, hidden tests) or `tests/` (the mistake corpus). tests/test_student_bundle.py checks.
 """
 import ast
 import json
+import re
 import shutil
 import sys
 import tarfile
@@ -79,12 +80,31 @@ def student_modules(root: Path = ROOT) -> list[str]:
 
 
 def requirements(root: Path = ROOT) -> list[str]:
+    """The course's requirements for students, with torch pinned to the grader's version (the one that
+    builds the bundle): a student's notebook runs on the PyTorch its grade is decided on. The local label
+    (`+cpu`, `+cu128`) is dropped, so that pip picks the build that suits the student's machine."""
+    import torch
+
     project = tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["project"]
-    return [r for r in project["dependencies"] if not r.startswith(INSTRUCTOR_ONLY_REQUIREMENTS)]
+    grader_torch = f"torch=={torch.__version__.split('+')[0]}"
+    return [grader_torch if re.match(r"torch\b", r) else r
+            for r in project["dependencies"] if not r.startswith(INSTRUCTOR_ONLY_REQUIREMENTS)]
+
+
+def jupyter_data_files(root: Path = ROOT) -> dict[str, list[str]]:
+    """deploy/student/etc/jupyter as data files of the package: `pip install .` puts them into the
+    environment's etc/jupyter, next to what installing nbgrader put there (as nbgrader installs its own),
+    so the instructor tools are off however the student installs (make, start.py, plain pip)."""
+    files = sorted(p.relative_to(STUDENT_FILES) for p in (STUDENT_FILES / "etc").rglob("*") if p.is_file())
+    folders: dict[str, list[str]] = {}
+    for path in files:
+        folders.setdefault(path.parent.as_posix(), []).append(path.as_posix())
+    return folders
 
 
 def pyproject(root: Path = ROOT) -> str:
     project = tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["project"]
+    data_files = "\n".join(f"{json.dumps(folder)} = {json.dumps(files)}" for folder, files in jupyter_data_files(root).items())
     return f"""# The student environment of the course (built by `make student-bundle` in the instructor's repository).
 [build-system]
 requires = ["setuptools>=68"]
@@ -101,6 +121,9 @@ packages = [{json.dumps(PACKAGE)}]
 
 [tool.setuptools.package-data]
 {PACKAGE} = ["*.json"]
+
+[tool.setuptools.data-files]
+{data_files}
 """
 
 

@@ -90,17 +90,19 @@ def page(browser):
 
 
 @contextlib.contextmanager
-def jupyter(app: str, root: Path, base: Path, *arguments):
+def jupyter(app: str, root: Path, base: Path, *arguments, program=None, env=None):
     """`jupyter lab` or `jupyter server` of this environment on a free loopback port, run in `root` with
-    temporary configuration under `base`; yields its url and token."""
+    temporary configuration under `base`; yields its url and token. `program` replaces
+    `jupyter APP` (a student's `python start.py`, which starts JupyterLab of its own environment), `env`
+    this process's environment variables."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     token = "course-browser-test"
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(base / "config"), "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+    env = {**(os.environ if env is None else env), "JUPYTER_CONFIG_DIR": str(base / "config"), "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "jupyter"), app, "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
+        [*(program or [str(Path(sys.executable).parent / "jupyter"), app]), "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
          f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
          f"--ServerApp.root_dir={root}", *arguments],
         cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

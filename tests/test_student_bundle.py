@@ -7,18 +7,25 @@ tests from the bundle in an environment that has neither the repository nor bubb
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import sysconfig
 import tarfile
+import tomllib
+import urllib.error
+import urllib.request
 import zipfile
 from pathlib import Path
 
 import nbformat
 import pytest
+import torch
+from conftest import jupyter
 
 from autograder import bundle, classroom
+from autograder.messages import catalogue, shows
 
 ROOT = classroom.ROOT
 GRADING_ONLY = ["sandbox", "forkserver", "parallel", "classroom", "cli", "grading", "feedback", "bundle"]
@@ -133,7 +140,8 @@ def test_package_imports_on_its_own(built, student_python):
 
 
 def test_student_environment_installs_the_package_with_its_messages(built, tmp_path):
-    """`pip install .` in the bundle (its Makefile does, with -e) builds the package and its data."""
+    """`pip install .` in the bundle (start.py and its Makefile do) builds the package, its data and the
+    Jupyter configuration that turns the instructor tools off."""
     dest, _ = built
     shutil.copytree(dest, tmp_path / "bundle")
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
@@ -143,11 +151,45 @@ def test_student_environment_installs_the_package_with_its_messages(built, tmp_p
     [wheel] = (tmp_path / "wheel").glob("*.whl")
     with zipfile.ZipFile(wheel) as archive:
         packaged = {Path(name).name for name in archive.namelist() if name.startswith("autograder/")}
+        configuration = {name.split(".data/data/", 1)[1] for name in archive.namelist() if ".data/data/" in name}
+    assert configuration == {"etc/jupyter/jupyter_server_config.d/zz-course-students.json",
+                             "etc/jupyter/labconfig/page_config.json"}, (
+        f"the Jupyter configuration is not installed / Jupyter 配置没有被安装: {configuration}")
     assert packaged == {p.name for p in (dest / "autograder").iterdir()}, f"packaged / 打包了: {sorted(packaged)}"
 
 
-def test_instructor_extensions_are_off_in_the_student_configuration(built, student_python):
+@pytest.fixture(scope="module")
+def installed(built, tmp_path_factory) -> Path:
+    """The bundle installed the way its README says, `python start.py --install`, into its own .venv: a
+    real `pip install .`, no JUPYTER_CONFIG_PATH. The environment already holds what installing the
+    requirements would put there: this environment's packages (one path entry, so that pip installs
+    only the course) and their Jupyter files (nbgrader's own nbgrader.json that turns its extensions on,
+    nbconvert's templates)."""
     dest, _ = built
+    bundle = tmp_path_factory.mktemp("installed") / "student-bundle"
+    shutil.copytree(dest, bundle)
+    environment = bundle / ".venv"
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(environment)], check=True)
+    site_packages = Path(sysconfig.get_paths(vars={"base": str(environment), "platbase": str(environment)})["purelib"])
+    (site_packages / "packages.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    shutil.copytree(Path(sys.prefix) / "etc" / "jupyter", environment / "etc" / "jupyter")  # nbgrader.json, …
+    (environment / "share").mkdir(exist_ok=True)
+    (environment / "share" / "jupyter").symlink_to(Path(sys.prefix) / "share" / "jupyter")  # nbconvert's templates, …
+    done = subprocess.run([sys.executable, "start.py", "--install"], cwd=bundle, capture_output=True, text=True,
+                          env=student_env(bundle), timeout=600)
+    assert done.returncode == 0, f"start.py --install:\n{done.stdout}{done.stderr}"
+    return bundle
+
+
+def student_env(bundle: Path) -> dict:
+    """A student's shell: no JUPYTER_* variable of this test run, a home of their own."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_", "PYTHONPATH"))},
+            "HOME": str(bundle)}
+
+
+def test_installing_the_bundle_turns_the_instructor_tools_off(installed):
+    """In the installed environment (no JUPYTER_CONFIG_PATH): nbgrader's formgrader, Create Assignment
+    and course list are off, its assignment list and Validate stay on."""
     code = ("from jupyter_core.paths import jupyter_config_path\n"
             "from jupyter_server.extension.config import ExtensionConfigManager\n"
             "from jupyterlab_server.config import get_static_page_config\n"
@@ -155,18 +197,40 @@ def test_instructor_extensions_are_off_in_the_student_configuration(built, stude
             "server = ExtensionConfigManager(read_config_path=jupyter_config_path()).get_jpserver_extensions()\n"
             "lab = get_static_page_config(level='all')\n"
             "print(json.dumps({'server': server, 'lab': lab.get('disabledExtensions', {})}))\n")
-    # The bundle's Makefile copies etc/jupyter into the student environment, over what installing
-    # nbgrader put there (here: this environment's etc/jupyter, read after the bundle's).
-    config_path = os.pathsep.join([str(dest / "etc" / "jupyter"), str(Path(sys.prefix) / "etc" / "jupyter")])
-    done = subprocess.run([student_python, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "JUPYTER_CONFIG_PATH": config_path})
+    done = subprocess.run([installed / ".venv" / "bin" / "python", "-c", code], capture_output=True, text=True,
+                          env=student_env(installed), cwd=installed)
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
-    assert seen["server"]["nbgrader.server_extensions.formgrader"] is False
-    assert seen["server"]["nbgrader.server_extensions.assignment_list"] is True  # students fetch and submit
-    assert seen["server"]["nbgrader.server_extensions.validate_assignment"] is True
+    server = seen["server"]
+    assert not server["nbgrader.server_extensions.formgrader"] and not server["nbgrader.server_extensions.course_list"], (
+        f"the formgrader is on for students / 学生环境中 formgrader 是开启的: {server}")
+    assert server["nbgrader.server_extensions.assignment_list"] and server["nbgrader.server_extensions.validate_assignment"], (
+        f"students cannot fetch, submit or validate / 学生无法获取、提交或验证: {server}")
     assert {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment"} <= {
         name for name, off in seen["lab"].items() if off}, f"instructor tools on / 教师工具未关闭: {seen['lab']}"
+
+
+def test_the_students_jupyterlab_has_no_formgrader(installed, tmp_path):
+    """`python start.py` (what `make lab` runs) starts JupyterLab from the installed environment: the
+    formgrader's API answers 404, the assignment list answers."""
+    with jupyter("lab", installed, tmp_path, program=[sys.executable, "start.py"], env=student_env(installed)) as server:
+        url, token = server["url"], server["token"]
+
+        def status(path):
+            try:
+                return urllib.request.urlopen(f"{url}{path}?token={token}", timeout=30).status
+            except urllib.error.HTTPError as error:
+                return error.code
+
+        assert status("/formgrader/api/status") == 404, "the formgrader answers students / formgrader 对学生开放"
+        assert status("/assignments") != 404, "no assignment list for students / 学生没有作业列表"
+
+
+def test_the_bundle_pins_the_graders_torch(built):
+    dest, _ = built
+    dependencies = tomllib.loads((dest / "pyproject.toml").read_text("utf-8"))["project"]["dependencies"]
+    assert f"torch=={torch.__version__.split('+')[0]}" in dependencies, (
+        f"students would run another PyTorch than the grader / 学生使用的 PyTorch 与评分程序不同: {dependencies}")
 
 
 def test_release_notebook_validates_from_the_bundle_without_bubblewrap(built, student_python):
@@ -181,3 +245,23 @@ def test_release_notebook_validates_from_the_bundle_without_bubblewrap(built, st
                           capture_output=True, text=True, env=env, timeout=300)
     shown = done.stdout + done.stderr
     assert "Success! Your notebook passes all the tests." in shown, f"validate / 验证:\n{shown}"
+
+
+def test_validate_in_the_bundle_shows_a_diagnostic_whole(built, student_python, tmp_path):
+    """nbgrader's Validator cuts each line at 90 characters unless the configuration says otherwise: the
+    student's configuration (deploy/student, as the instructor's) shows the fix at the end of a hint."""
+    dest, _ = built
+    assignment = "a1_tensor_to"
+    bundle = tmp_path / "bundle"
+    shutil.copytree(dest, bundle)
+    [mistake] = [a for a in classroom.load_corpus(assignment) if a.id == "to_device_forgot_assignment"]
+    notebook = bundle / "release" / assignment / f"{assignment}.ipynb"
+    nbformat.write(classroom.solved_notebook(ROOT, assignment, [mistake]), notebook)
+    env = {"PATH": str(student_python.parent), "HOME": str(bundle), "LANG": "C.UTF-8", "PYTHONPATH": str(bundle)}
+    done = subprocess.run([student_python, "-m", "nbgrader", "validate", notebook.relative_to(bundle)], cwd=bundle,
+                          capture_output=True, text=True, env=env, timeout=300)
+    shown = done.stdout + done.stderr
+    template = catalogue()[mistake.diagnostic]["en"]
+    ending = re.split(r"\{[^}]*\}", template)[-1].strip()
+    assert len(template) > 90 and ending, "the check needs a long message / 检查需要一条长消息"
+    assert shows(shown, mistake.diagnostic) and ending in shown, f"the hint is cut / 提示被截断:\n{shown}"

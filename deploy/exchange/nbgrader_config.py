@@ -10,3 +10,8 @@ c.CourseDirectory.course_id = "torch-to"
 # nbgrader's file-system exchange: release_assignment puts the assignment here, submit leaves each
 # submission here, collect and release_feedback read and write here (setup-exchange.sh creates it).
 c.Exchange.root = "/srv/nbgrader/exchange"
+
+# Students' `nbgrader validate` (and JupyterLab's Validate button) would cut every line of a diagnostic at
+# nbgrader's default 90 characters, the fix at its end (`x = x.to(device)`) with it: the same width as the
+# instructor's configuration.
+c.Validator.width = 500

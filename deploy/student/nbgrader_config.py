@@ -13,6 +13,8 @@ c.Exchange.root = "/srv/nbgrader/exchange"
 # that remembers the real PyTorch functions, so replacing them is reported here as in grading.
 # Unlike the grader, it runs your kernel without a sandbox: it is your own code on your own machine.
 c.Execute.timeout = 120
+# Diagnostics shown whole: nbgrader's default cuts every line at 90 characters, the fix at its end with it.
+c.Validator.width = 500
 c.Execute.interrupt_on_timeout = True
 
 from autograder.kernel import kernel_arguments  # noqa: E402
