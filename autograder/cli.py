@@ -213,14 +213,23 @@ def print_hand_grading(db_url: str, assignment: str, every_student=False):
         submissions = sorted(gradebook.assignment_submissions(assignment), key=lambda s: s.student_id)
         waiting = 0
         for submission in submissions:
-            cells = [g.name for n in submission.notebooks for g in n.grades if g.needs_manual_grade]
-            waiting += bool(cells)
+            grades = [g for n in submission.notebooks for g in n.grades]
             fields = dict(student=submission.student_id, score=submission.score, max_score=submission.max_score)
+            if any(g.cell.cell_type == "code" and g.auto_score is None and g.manual_score is None for g in grades):
+                # a test cell without a score: autograde never got through this submission (a file that
+                # is not a notebook, say); nothing in it waits for a person yet
+                print(message("status_not_autograded", student=submission.student_id, assignment=assignment))
+                continue
+            cells = [g.name for g in grades if g.needs_manual_grade]
+            waiting += bool(cells)
             if cells:
                 print(message("status_waiting", cells=", ".join(cells), **fields))
             elif every_student:
                 print(message("status_done", **fields))
-        print(message("status_summary", assignment=assignment, waiting=waiting, total=len(submissions)), flush=True)
+        if waiting:
+            print(message("status_summary", assignment=assignment, waiting=waiting, total=len(submissions)), flush=True)
+        else:
+            print(message("status_all_graded", assignment=assignment, total=len(submissions)), flush=True)
 
 
 def shard(given: str) -> tuple[int, int]:

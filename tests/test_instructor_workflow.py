@@ -120,6 +120,7 @@ def test_readme_instructor_steps_take_a_submission_from_release_to_grades(fresh_
         assert gradebook.find_submission(ASSIGNMENT, student).score == sum(classroom.max_points(ASSIGNMENT).values()) + 2
     again = run(f"course status {ASSIGNMENT}", fresh_course, exchange)
     assert shows(again.stdout, "status_done") and not shows(again.stdout, "status_waiting"), again.stdout
+    assert shows(again.stdout, "status_all_graded") and not shows(again.stdout, "status_summary"), again.stdout
     feedback = run(f"nbgrader generate_feedback {ASSIGNMENT}", fresh_course, exchange)
     assert feedback.returncode == 0, feedback.stdout + feedback.stderr
     assert page.exists()

@@ -14,7 +14,7 @@ from nbgrader.api import Gradebook
 
 from autograder import classroom
 from autograder.parallel import run_jobs
-from autograder.messages import Bilingual, fingerprint, shows
+from autograder.messages import Bilingual, fingerprint, shows, text
 
 ASSIGNMENT = "a1_tensor_to"
 JOBS = (os.cpu_count() or 1) + 2  # more jobs than cores: the SQLite gradebook must still take every grade
@@ -45,6 +45,16 @@ def test_progress_and_failures_are_reported(parallel):
     assert f"! {classroom.BROKEN}: not graded: nbformat.reader.NotJSONError" in done.stdout
     assert f"! {classroom.BROKEN}：未评分：" in done.stdout
     assert "database is locked" not in done.stdout + done.stderr
+
+
+def test_status_tells_a_submission_autograde_could_not_grade_from_one_waiting_for_a_person(parallel, course):
+    plain, root, _ = parallel
+    done = course("status", ASSIGNMENT, "--root", root, timeout=120)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and shows(done.stdout, "status_not_autograded"), done.stdout + done.stderr
+    assert [line for line in lines if line.startswith(f"{classroom.BROKEN}: ")] == [
+        text("status_not_autograded", student=classroom.BROKEN, assignment=ASSIGNMENT).en], done.stdout
+    assert shows(done.stdout, "status_summary") and not shows(done.stdout, "status_all_graded"), done.stdout
 
 
 def test_one_student_only(parallel, course):
