@@ -46,6 +46,13 @@ def max_points(assignment: str, root: Path = ROOT) -> dict[str, float]:
             if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
 
 
+def hand_graded_points(assignment: str, root: Path = ROOT) -> dict[str, float]:
+    """The points of every answer of the assignment that a person grades (its written answers)."""
+    source = nbformat.read(notebook_path(root, "source", assignment), as_version=4)
+    return {grade_id(c): c.metadata.nbgrader["points"] for c in source.cells
+            if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade")}
+
+
 def solution_code(cell) -> str:
     """The instructor's solution cell as a student would have typed it: markers removed."""
     return "\n".join(line for line in cell.source.splitlines() if not SOLUTION_MARKER.match(line))

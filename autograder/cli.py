@@ -1,6 +1,7 @@
 """`course`: the instructor's command line."""
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -44,15 +45,27 @@ def finish(graded) -> int:
 
 
 def print_scores(graded):
+    """The class's autograded points per test cell, under a row of each cell's maximum, students in
+    natural order (mistakes-2 before mistakes-10), then what waits for hand grading."""
     cells = sorted({cell for grades in graded.scores.values() for cell in grades})
-    width = max(len(s) for s in graded.scores) + 2
+    maximum = classroom.max_points(graded.assignment, graded.root)
+    width = max(len(s) for s in [*graded.scores, "max"]) + 2
     column = max([12, *(len(c.removeprefix("test_")) + 1 for c in cells)])
     print()
     print("student".ljust(width) + " ".join(c.removeprefix("test_").ljust(column) for c in cells) + " total")
-    for student, grades in sorted(graded.scores.items()):
+    rows = [("max", maximum), *sorted(graded.scores.items(), key=lambda item: natural_order(item[0]))]
+    for student, grades in rows:
         row = " ".join(f"{grades.get(c, 0):g}".ljust(column) for c in cells)
-        print(student.ljust(width) + row + f" {sum(grades.values()):g}")
+        print(student.ljust(width) + row + f" {sum(grades.get(c, 0) for c in cells):g}")
+    hand = classroom.hand_graded_points(graded.assignment, graded.root)
+    print(message("demo_hand_points", autograded=sum(maximum.values()), hand=sum(hand.values()),
+                  cells=", ".join(hand), total=sum(maximum.values()) + sum(hand.values())))
     print()
+
+
+def natural_order(name: str) -> list:
+    """mistakes-2 before mistakes-10: the numbers in a name compare as numbers."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)]
 
 
 def print_diagnostics(graded):

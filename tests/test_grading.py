@@ -12,6 +12,7 @@ import nbformat
 import pytest
 
 from autograder import classroom
+from autograder.cli import natural_order
 from autograder.feedback import HideHiddenTests
 from autograder.messages import shows
 
@@ -79,6 +80,13 @@ def test_demo_writes_grades_feedback_and_table(demo, assignment):
         assert (run.graded.root / "feedback" / student / assignment / f"{assignment}.html").exists(), student
     header = next(line for line in run.output.splitlines() if line.startswith("student"))
     assert header.split() == ["student", *(c.removeprefix("test_") for c in sorted(classroom.max_points(assignment))), "total"]
+    table = run.output.splitlines()[run.output.splitlines().index(header):]
+    maximum = classroom.max_points(assignment)
+    assert table[1].split() == ["max", *(f"{maximum[c]:g}" for c in sorted(maximum)), f"{sum(maximum.values()):g}"]
+    listed = [line.split()[0] for line in table[2:2 + len(run.graded.scores)]]
+    assert listed == sorted(run.graded.scores, key=natural_order)
+    assert sorted(["mistakes-10", "mistakes-2", "styles-1"], key=natural_order) == ["mistakes-2", "mistakes-10", "styles-1"]
+    assert shows(run.output, "demo_hand_points"), "the table does not say what is graded by hand / 表格没有说明人工评分的部分"
     total = len(STUDENTS[assignment]) + 2
     assert f"[{total}/{total}]" in run.output
 
