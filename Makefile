@@ -48,7 +48,8 @@ test: install browser bubblewrap proxy postgresql slurm  ## the whole suite: uni
 browser:  ## Debian's Chromium and a CJK font for the browser test (root + apt-get), unless COURSE_CHROMIUM names one
 	@[ -n "$$COURSE_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-zenhei; } || \
-	  echo "Chromium is not installed: install it (Debian/Ubuntu: apt-get install chromium) for the browser test."
+	  { echo "Chromium is not installed: install it (Debian/Ubuntu: apt-get install chromium) for the browser test."; \
+	    echo "未安装 Chromium：请安装它（Debian/Ubuntu：apt-get install chromium），浏览器测试需要它。"; }
 
 # JupyterHub's proxy (tests/test_jupyterhub.py, deploy/jupyterhub/) comes from npm, into build/node/.
 CHP := build/node/node_modules/.bin/configurable-http-proxy

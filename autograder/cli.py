@@ -281,8 +281,16 @@ def say(en, zh):
     print(zh, flush=True)
 
 
+class BilingualParser(argparse.ArgumentParser):
+    """argparse, whose own error lines are English only, followed by what they mean in Chinese."""
+
+    def error(self, problem):
+        self.print_usage(sys.stderr)
+        self.exit(2, message("cli_error", prog=self.prog, problem=problem) + "\n")
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="course", description=message("cli_description"))
+    parser = BilingualParser(prog="course", description=message("cli_description"))
     commands = parser.add_subparsers(dest="command", required=True)
     for name, run, help_text in [
         ("demo", demo, "grade the bundled demo class / 为自带的演示班级评分"),

@@ -4,6 +4,7 @@ concurrent shards into PostgreSQL, is tests/test_postgres.py."""
 import pytest
 
 from autograder.cli import main
+from autograder.messages import shows
 from autograder.parallel import in_shard, shard_of
 
 ASSIGNMENT = "a1_tensor_to"
@@ -43,6 +44,16 @@ def test_a_wrong_shard_is_refused_in_both_languages(given, capsys):
     error = capsys.readouterr().err
     assert exit.value.code == 2
     assert "--shard takes I/N" in error and "--shard 的格式是 I/N" in error
+
+
+@pytest.mark.parametrize("arguments", [["grade"], ["grade", ASSIGNMENT, "--jobs", "many"], ["no-such-command"]])
+def test_a_wrong_command_line_is_explained_in_both_languages(arguments, capsys):
+    """argparse's own error line is English; the course's parser follows it with the same in Chinese."""
+    with pytest.raises(SystemExit) as exit:
+        main(arguments)
+    error = capsys.readouterr().err
+    assert exit.value.code == 2 and "usage: course" in error
+    assert shows(error, "cli_error"), error
 
 
 def graded(root, student, mark):
