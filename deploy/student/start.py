@@ -41,8 +41,12 @@ def main(argv) -> int:
     install()
     if argv == ["--install"]:
         return 0
+    os.chdir(HERE)
+    command = [str(environment_python()), "-m", "jupyterlab", *argv]
+    if os.name != "nt":  # JupyterLab takes this process's place: a signal to stop it reaches it
+        os.execv(command[0], command)
     try:
-        return subprocess.call([environment_python(), "-m", "jupyterlab", *argv], cwd=HERE)
+        return subprocess.call(command)
     except KeyboardInterrupt:  # Ctrl-C also reached JupyterLab, which shuts down on its own
         return 130
 
