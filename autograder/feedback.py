@@ -6,6 +6,7 @@ listed in `GenerateFeedback.preprocessors` (nbgrader_config.py), removes both fr
 WrapDiagnostics makes long diagnostics wrap; RequireHandGrading keeps feedback from going out while a
 written answer waits for the formgrader; CsvExportWarningUngraded says so at `nbgrader export`.
 """
+import logging
 import os
 
 import nbgrader
@@ -90,6 +91,22 @@ class WrapDiagnostics(NbGraderPreprocessor):
         return nb, resources
 
 
+class HandGradingPending(RuntimeError):
+    """Feedback held back on purpose: the written answers of this submission wait for a person."""
+
+
+class ReasonWithoutTraceback(logging.Filter):
+    """nbgrader logs the whole traceback of an error in a preprocessor (40 lines per student); for
+    feedback held back on purpose the reason alone is the news."""
+
+    def filter(self, record):
+        shown = record.getMessage()
+        marker = f"{HandGradingPending.__name__}: "
+        if shown.startswith("Traceback") and marker in shown:
+            record.msg, record.args = shown.split(marker, 1)[1].rstrip(), ()
+        return True
+
+
 class RequireHandGrading(NbGraderPreprocessor):
     """No feedback for a submission whose written answers are not graded yet (they would show 0).
 
@@ -106,7 +123,9 @@ class RequireHandGrading(NbGraderPreprocessor):
         waiting = needs_hand_grading(info["db_url"], info["assignment"], info["student"])
         if waiting:
             if not self.allow_ungraded:
-                raise RuntimeError(message("feedback_ungraded", student=info["student"], cells=", ".join(waiting)))
+                if not any(isinstance(f, ReasonWithoutTraceback) for f in self.log.filters):
+                    self.log.addFilter(ReasonWithoutTraceback())
+                raise HandGradingPending(message("feedback_ungraded", student=info["student"], cells=", ".join(waiting)))
             self.log.warning(message("feedback_shows_ungraded", student=info["student"], cells=", ".join(waiting)))
         return nb, resources
 

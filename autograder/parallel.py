@@ -30,6 +30,7 @@ import shutil
 import signal
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -207,6 +208,10 @@ def _configure(config):
     with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.get("course_id", "default_course")):
         pass
     _api = NbGraderAPI(config=config)
+    # nbgrader's gradebook links a new submission's rows before it adds them to the session, and
+    # SQLAlchemy 2 warns about each (3-6 lines per class that hide real warnings): harmless, as nbgrader
+    # adds them a line later. Only this warning, and only from nbgrader's gradebook, is silenced.
+    warnings.filterwarnings("ignore", message=r"Object of type <Submitted\w+> not in session", module=r"nbgrader\.api")
 
 
 def _start_worker():

@@ -3,6 +3,7 @@ small notebook, with a gradebook in a temporary folder where a plugin reads one.
 (the grading pipeline tests run them all together under `nbgrader autograde`); these take a second.
 """
 import logging
+import traceback
 import os
 import sys
 from pathlib import Path
@@ -98,6 +99,27 @@ def test_no_feedback_while_a_written_answer_waits_for_the_formgrader(gradebook, 
     with caplog.at_level(logging.WARNING):
         RequireHandGrading(allow_ungraded=True).preprocess(new_notebook(), resources(gradebook))
     assert shows(caplog.text, "feedback_shows_ungraded")
+
+
+def test_feedback_held_back_is_logged_as_its_reason_not_a_traceback(gradebook, caplog):
+    """nbgrader logs `traceback.format_exc()` for an error in a preprocessor: for feedback held back on
+    purpose the log shows the reason alone; any other traceback stays whole."""
+    with Gradebook(gradebook) as book:
+        book.find_grade("written", "nb", "a1", "ada").needs_manual_grade = True
+        book.db.commit()
+    log = logging.getLogger("GenerateFeedbackApp-test")
+    plugin = RequireHandGrading(log=log)
+    with caplog.at_level(logging.ERROR, logger=log.name):
+        for error in (None, ValueError("a real bug")):
+            try:
+                if error:
+                    raise error
+                plugin.preprocess(new_notebook(), resources(gradebook))
+            except Exception:  # noqa: BLE001: as nbgrader's converter does
+                log.error(traceback.format_exc())
+    held_back, other = [record.getMessage() for record in caplog.records]
+    assert shows(held_back, "feedback_ungraded") and "Traceback" not in held_back, held_back
+    assert other.startswith("Traceback") and "ValueError: a real bug" in other
 
 
 def test_feedback_goes_out_once_every_answer_is_graded(gradebook):
