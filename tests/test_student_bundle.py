@@ -245,6 +245,7 @@ def test_release_notebook_validates_from_the_bundle_without_bubblewrap(built, st
                           capture_output=True, text=True, env=env, timeout=300)
     shown = done.stdout + done.stderr
     assert "Success! Your notebook passes all the tests." in shown, f"validate / 验证:\n{shown}"
+    assert "without encryption" not in shown, f"ipykernel's TCP warning / ipykernel 的 TCP 警告:\n{shown}"
 
 
 def test_validate_in_the_bundle_shows_a_diagnostic_whole(built, student_python, tmp_path):

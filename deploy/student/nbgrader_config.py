@@ -20,3 +20,11 @@ c.Execute.interrupt_on_timeout = True
 from autograder.kernel import kernel_arguments  # noqa: E402
 
 c.Execute.extra_arguments = kernel_arguments(memory_bytes=6 * 2**30, cpu_seconds=600)
+
+# The kernel talks to nbgrader over local sockets (IPC) rather than TCP on this machine: ipykernel
+# warns about unencrypted TCP on every run, and a local socket is readable by its owner only.
+# Windows has no IPC transport: TCP there, as Jupyter's default.
+import os  # noqa: E402
+
+if os.name != "nt":
+    c.KernelManager.transport = "ipc"
