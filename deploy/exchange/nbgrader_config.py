@@ -15,3 +15,10 @@ c.Exchange.root = "/srv/nbgrader/exchange"
 # nbgrader's default 90 characters, the fix at its end (`x = x.to(device)`) with it: the same width as the
 # instructor's configuration.
 c.Validator.width = 500
+
+# Students' kernels talk to nbgrader over local sockets (IPC) rather than TCP, as grading kernels do:
+# ipykernel warns about unencrypted TCP on every validate, and a local socket is its owner's alone.
+import os  # noqa: E402
+
+if os.name != "nt":
+    c.KernelManager.transport = "ipc"
