@@ -77,7 +77,7 @@ class Hub:
 @pytest.fixture(scope="module")
 def hub():
     unix_users.require_root()
-    chp = proxy_command()
+    proxy_command()  # the test is skipped without it; the shipped configuration finds it (build/node/)
     top = unix_users.world_readable_folder("course-hub-")
     process = None
     try:
@@ -100,7 +100,6 @@ load_subconfig({str(SHIPPED)!r})
 c.JupyterHub.bind_url = "http://127.0.0.1:{port}"
 c.JupyterHub.hub_bind_url = "http://127.0.0.1:{free_port()}"
 c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{free_port()}"
-c.ConfigurableHTTPProxy.command = [{chp!r}]
 c.JupyterHub.authenticator_class = "dummy"
 c.Authenticator.allowed_users = {{{teacher!r}, {student!r}}}
 c.Authenticator.admin_users = set()

@@ -1,4 +1,6 @@
-"""JupyterHub for the course on one machine (README, "JupyterHub"): `jupyterhub -f deploy/jupyterhub/jupyterhub_config.py`.
+"""JupyterHub for the course on one machine (README, "JupyterHub"):
+`sudo /opt/torch-to/.venv/bin/jupyterhub -f deploy/jupyterhub/jupyterhub_config.py` (the course
+environment's own jupyterhub: sudo's PATH does not hold it).
 
 Every user logs in with their Unix account and gets their own JupyterLab, running as that user
 (LocalProcessSpawner), in the course's environment. Roles follow nbgrader's JupyterHub set-up: the
@@ -13,6 +15,7 @@ every user) and run the hub as root, behind HTTPS (https://jupyterhub.readthedoc
 tests/test_jupyterhub.py starts this configuration on loopback with a dummy authenticator.
 """
 import os
+import shutil
 from pathlib import Path
 
 c = get_config()  # noqa: F821  (provided by JupyterHub when it loads this file)
@@ -24,6 +27,10 @@ COURSE_ENV = Path("/opt/torch-to/.venv")  # `make install` in a checkout at /opt
 STUDENT_JUPYTER_CONFIG = Path(__file__).resolve().parent.parent / "student" / "etc" / "jupyter"
 
 c.JupyterHub.bind_url = "http://127.0.0.1:8000"  # put a TLS-terminating proxy in front
+# JupyterHub's proxy: `make proxy` installs it into the checkout's build/node/ when npm has not put it on PATH
+LOCAL_PROXY = Path(__file__).resolve().parents[2] / "build" / "node" / "node_modules" / ".bin" / "configurable-http-proxy"
+if not shutil.which("configurable-http-proxy") and LOCAL_PROXY.exists():
+    c.ConfigurableHTTPProxy.command = [str(LOCAL_PROXY)]
 c.JupyterHub.authenticator_class = "pam"         # Unix accounts
 c.Authenticator.allowed_users = INSTRUCTORS | STUDENTS
 c.Authenticator.admin_users = INSTRUCTORS
