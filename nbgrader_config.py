@@ -78,6 +78,10 @@ c.Validator.width = 500
 from autograder.sandbox import use_for_nbgrader  # noqa: E402
 
 use_for_nbgrader(group_memory_bytes=6 * 2**30, group_processes=512)
+# Each grading kernel is forked into its sandbox from a warm fork server that has imported torch once
+# (autograder/forkserver.py), as the verdicts are: about 2.5 s less per submission than a new process.
+# `nbgrader autograde A --GradingKernelManager.fork_server=False` starts every kernel as a new process.
+c.GradingKernelManager.fork_server = True
 
 # Every grading kernel first remembers the real PyTorch and course functions (tampering is then
 # reported by the tests) and caps its own memory and CPU time. The same settings apply to

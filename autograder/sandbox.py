@@ -544,10 +544,11 @@ def _ipykernel_banner(line: str) -> bool:
 
 class GradingKernelManager(AsyncKernelManager):
     """The kernel manager of nbgrader's Execute preprocessors: every kernel sandboxed, started as a
-    new process, or forked from the fork server in `course grade`'s workers (`fork_server`)."""
+    new process, or forked from this process's warm fork server (`fork_server`: the course's
+    nbgrader_config.py sets it, `course grade --no-fork-server` unsets it)."""
 
     fork_server = Bool(False, config=True, help="Fork each kernel from this process's warm fork server "
-                       "(autograder/forkserver.py); `course grade` sets it for its workers.")
+                       "(autograder/forkserver.py) rather than start it as a new process.")
 
     async def _async_pre_start_kernel(self, **kw):
         if self.provisioner is None:

@@ -95,7 +95,8 @@ def main():
         plain, parallel = Path(tmp) / "plain", Path(tmp) / "parallel"
         build_class(plain, args.students)
         build_class(parallel, args.students)
-        plain_s = timed([str(bin_dir / "nbgrader"), "autograde", ASSIGNMENT], plain,
+        # nbgrader as it starts kernels itself: a new process each (the course's configuration forks them)
+        plain_s = timed([str(bin_dir / "nbgrader"), "autograde", ASSIGNMENT, "--GradingKernelManager.fork_server=False"], plain,
                         {**env, sandbox.NO_SANDBOX_VARIABLE: "1"})
         parallel_s = timed([str(bin_dir / "course"), "grade", ASSIGNMENT, "--jobs", str(args.jobs)], parallel,
                            {**env, sandbox.NO_SANDBOX_VARIABLE: "0"})

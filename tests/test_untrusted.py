@@ -1,6 +1,6 @@
-"""Untrusted submissions, graded in one class between two controls, by the real `nbgrader autograde` and
-by `course grade` (kernels forked from a warm fork server, several submissions at a time), every
-kernel in its own sandbox (autograder/sandbox.py).
+"""Untrusted submissions, graded in one class between two controls, by the real `nbgrader autograde`
+(here with every kernel a new process) and by `course grade` (kernels forked from a warm fork server,
+several submissions at a time), every kernel in its own sandbox (autograder/sandbox.py).
 
 Tampering earns nothing from the point it happens and shows a bilingual note; crashes and time-outs
 cost only what did not run; broken files get a clear error; the controls keep full marks; the class
@@ -211,7 +211,10 @@ def graded(grader, course, tmp_path_factory):
     started = time.monotonic()
     try:
         if grader == "nbgrader autograde":
-            _, log = classroom.nbgrader(root, "autograde", ASSIGNMENT, check=False)
+            # kernels started as new processes here (the course forks them by default, as `course grade`
+            # below does): the attacks meet both ways a grading kernel can start
+            _, log = classroom.nbgrader(root, "autograde", ASSIGNMENT, "--GradingKernelManager.fork_server=False",
+                                        check=False)
         else:
             done = course("grade", ASSIGNMENT, "--root", root, timeout=int(CLASS_TIME_LIMIT_S))
             log = done.stdout + done.stderr
