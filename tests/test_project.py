@@ -85,3 +85,23 @@ def test_a_missing_system_tool_fails_the_test_unless_skipped_on_purpose(monkeypa
     monkeypatch.setenv("COURSE_SKIP_EXAMPLE", "1")
     with pytest.raises(pytest.skip.Exception, match="COURSE_SKIP_EXAMPLE=1"):
         system_tools.missing("example", "make example", "COURSE_SKIP_EXAMPLE")
+
+
+# variables the tests set for their own processes (canaries, probes), not settings of the course
+TEST_INTERNAL_VARIABLES = {"COURSE_GRADER_CANARY", "COURSE_SANDBOX_CANARY", "COURSE_PROBE", "COURSE_SKIP_EXAMPLE"}
+
+
+def test_every_environment_variable_the_course_reads_is_in_the_readme_table():
+    """One table in each language names every COURSE_* variable that the code, the configuration, the
+    Makefile, CI and the tests read (quoted, or expanded by the shell), and nothing else."""
+    files = [ROOT / "nbgrader_config.py", ROOT / "Makefile", ROOT / ".ci" / "run",
+             *(ROOT / "autograder").glob("*.py"), *(ROOT / "tests").glob("*.py"), *(p for p in (ROOT / "deploy").rglob("*") if p.is_file())]
+    pattern = re.compile(r"[\"'](COURSE_[A-Z_]+)[\"']|\$\$?\{?(COURSE_[A-Z_]+)")
+    read = {name for path in files for pair in pattern.findall(path.read_text("utf-8", errors="replace"))
+            for name in pair if name}
+    read -= TEST_INTERNAL_VARIABLES
+    readme = (ROOT / "README.md").read_text("utf-8")
+    for heading in ("### Environment variables", "### 环境变量"):
+        table = readme.split(heading, 1)[1].split("###", 1)[0]
+        listed = set(re.findall(r"`(COURSE_[A-Z_]+)`", table))
+        assert listed == read, f"{heading}: not listed / 未列出 {sorted(read - listed)}, not read / 未读取 {sorted(listed - read)}"
