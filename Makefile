@@ -31,7 +31,7 @@ ASSIGNMENTS := a1_tensor_to a2_module_to a3_precision_transfers a4_several_devic
 LESSONS := $(wildcard notebooks/*.ipynb)
 SOURCES := $(foreach a,$(ASSIGNMENTS),source/$(a)/$(a).ipynb)
 
-.PHONY: install test browser bubblewrap proxy demo report lab notebooks figures release student-bundle clean
+.PHONY: install test test-fast browser bubblewrap proxy demo report lab notebooks figures release student-bundle clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,9 @@ install: $(VENV)/.installed
 
 test: install browser bubblewrap proxy postgresql slurm  ## the whole suite: unit tests, grading pipeline, browser test, nbval over lessons and solutions
 	$(BIN)/pytest
+
+test-fast: install  ## the unit tests alone (pytest -m unit): each part on its own, no class graded, in under 2 minutes
+	$(BIN)/pytest -m unit tests
 
 browser:  ## Debian's Chromium and a CJK font for the browser test (root + apt-get), unless COURSE_CHROMIUM names one
 	@[ -n "$$COURSE_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \

@@ -17,6 +17,8 @@ import pytest
 
 from autograder import cgroups
 
+pytestmark = pytest.mark.unit  # `make test-fast`
+
 CONTROLLER_FILES = {"memory": ["memory.max", "memory.swap.max"], "pids": ["pids.max"]}
 
 

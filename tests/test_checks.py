@@ -12,6 +12,8 @@ from autograder.messages import message, shows, text
 from autograder.probes import count_transfers, save_as_if_from_cuda
 from autograder.simulate import simulated_accelerator
 
+pytestmark = pytest.mark.unit  # `make test-fast`
+
 Pair = namedtuple("Pair", "first second")
 
 

@@ -12,6 +12,8 @@ import yaml
 
 from autograder.cli import main
 
+pytestmark = pytest.mark.unit  # `make test-fast`
+
 ROOT = Path(__file__).resolve().parent.parent
 SBATCH = ROOT / "deploy" / "slurm" / "grade-array.sbatch"
 JOB = ROOT / "deploy" / "k8s" / "grade-job.yaml"

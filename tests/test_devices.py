@@ -4,6 +4,8 @@ import torch
 from autograder import devices
 from autograder.devices import grading_devices, has_data, same_device
 
+pytestmark = pytest.mark.unit  # `make test-fast`
+
 
 def test_cpu_and_meta_are_always_grading_devices():
     assert grading_devices()[:2] == [torch.device("cpu"), torch.device("meta")]

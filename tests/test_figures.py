@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.unit  # `make test-fast`
+
 FIGURES = Path(__file__).resolve().parents[1] / "notebooks" / "figures"
 sys.path.insert(0, str(FIGURES))
 import draw  # noqa: E402

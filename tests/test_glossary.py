@@ -9,6 +9,8 @@ import pytest
 
 from autograder.glossary import missing_terms, terms, wrong_words
 
+pytestmark = pytest.mark.unit  # `make test-fast`
+
 ROOT = Path(__file__).resolve().parents[1]
 REQUIRED = {"device": "设备", "tensor": "张量", "parameter": "参数", "buffer": "缓冲区", "dtype": "数据类型",
             "in-place": "原地", "leaf tensor": "叶子张量", "pinned memory": "锁页内存", "mixed precision": "混合精度",

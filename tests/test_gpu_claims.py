@@ -7,6 +7,8 @@ import torch
 
 from autograder.classroom import ROOT
 
+pytestmark = pytest.mark.unit  # `make test-fast`
+
 sys.path.insert(0, str(ROOT / "tests"))
 import gpu_claims  # noqa: E402
 

@@ -8,6 +8,8 @@ from torch import nn
 from autograder import checks, integrity
 from autograder.messages import shows
 
+pytestmark = pytest.mark.unit  # `make test-fast`
+
 
 @pytest.fixture(autouse=True)
 def fresh_record(monkeypatch):

@@ -5,6 +5,8 @@ import pytest
 
 from autograder.messages import Bilingual, catalogue, message, text
 
+pytestmark = pytest.mark.unit  # `make test-fast`
+
 CJK = re.compile(r"[\u4e00-\u9fff]")
 KEYS = sorted(catalogue())
 

@@ -16,6 +16,8 @@ from autograder.feedback import HideHiddenTests, RequireHandGrading, WrapDiagnos
 from autograder.grading import DropMalformedMetadata, ForgetUnknownCells
 from autograder.messages import shows
 
+pytestmark = pytest.mark.unit  # `make test-fast`
+
 
 def graded_cell(source, grade_id, points=2, solution=False, **kind):
     return new_code_cell(source, metadata={"nbgrader": {

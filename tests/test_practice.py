@@ -12,6 +12,8 @@ from autograder import checks
 from autograder.messages import fingerprint
 from autograder.practice import self_check
 
+pytestmark = pytest.mark.unit  # `make test-fast`
+
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 

@@ -5,6 +5,8 @@ from torch import nn
 from autograder.probes import count_transfers, save_as_if_from_cuda
 from autograder.simulate import simulated_accelerator
 
+pytestmark = pytest.mark.unit  # `make test-fast`
+
 
 @pytest.fixture
 def tensors():

@@ -11,6 +11,8 @@ from autograder.devices import cuda_required
 
 import torch
 
+pytestmark = pytest.mark.unit  # `make test-fast`
+
 
 def requirement_name(spec: str) -> str:
     return re.split(r"[<>=!~\[ ;]", spec.strip(), maxsplit=1)[0].lower().replace("_", "-")

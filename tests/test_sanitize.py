@@ -10,6 +10,8 @@ from nbval.plugin import get_sanitize_patterns
 
 from autograder.classroom import ROOT
 
+pytestmark = pytest.mark.unit  # `make test-fast`
+
 SANITIZE = ROOT / "tests" / "sanitize.cfg"
 LESSON_1 = ROOT / "notebooks" / "01_devices.ipynb"
 

@@ -7,6 +7,8 @@ from autograder.cli import main
 from autograder.messages import shows
 from autograder.parallel import in_shard, shard_of
 
+pytestmark = pytest.mark.unit  # `make test-fast`
+
 ASSIGNMENT = "a1_tensor_to"
 CLASS = [f"student{k:04d}" for k in range(1000)] + ["solution", "mistakes-1", "untouched", "broken-json", "李雷"]
 

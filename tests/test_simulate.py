@@ -4,6 +4,8 @@ import torch
 
 from autograder.simulate import MACHINES, Machine, simulated_accelerator, simulated_machine
 
+pytestmark = pytest.mark.unit  # `make test-fast`
+
 APIS = {
     "torch.cuda.is_available()": lambda: torch.cuda.is_available(),
     "torch.backends.mps.is_available()": lambda: torch.backends.mps.is_available(),

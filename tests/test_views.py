@@ -11,6 +11,8 @@ from autograder import classroom
 from autograder.glossary import terms
 from autograder.views import monolingual, to_traditional
 
+pytestmark = pytest.mark.unit  # `make test-fast`
+
 ROOT = classroom.ROOT
 LESSON = ROOT / "notebooks" / "03_module_to.ipynb"
 RELEASE = classroom.notebook_path(ROOT, "release", "a1_tensor_to")
