@@ -5,8 +5,11 @@ On a CPU machine `device` is `cpu`, so `x.to(device)` changes nothing and deleti
 again in a kernel of its own, after the cells before it, with `device` (and the accelerator the lesson
 asks PyTorch for) as `meta`: a real device without data, as the graders use. It must run, and every claim
 it printed as True must still be True there. A cell may stop at what meta cannot do for want of data
-(compare values, `.item()`), once it has printed its placement claims.
+(compare values, `.item()`), once it has printed its placement claims. A cell tagged `device-choice`,
+which only chooses `device`, runs on every simulated machine and must choose what is there (C8: the CUDA
+build without a GPU is told apart only by the runtime check).
 """
+import json
 import re
 
 import nbformat
@@ -14,8 +17,10 @@ import pytest
 from nbclient import NotebookClient
 
 from autograder import classroom
+from autograder.simulate import MACHINES
 
 TAG = "placement"
+CHOICE_TAG = "device-choice"  # a cell that only chooses `device`: checked on every simulated machine
 LESSONS = sorted((classroom.ROOT / "notebooks").glob("*.ipynb"))
 # the chosen device becomes meta, whether the cell reads `device` or asks torch.accelerator itself; the
 # models the cells before it moved to the chosen device are moved there too (in place, as they were)
@@ -33,12 +38,28 @@ NO_DATA = re.compile(r"attempted to run this operator with Meta tensors|cannot b
 CLAIM = re.compile(r"^\s*(?P<label>[^:\n]+):\s*(?P<value>True|False)\b", re.M)
 
 
-def placement_cells():
+def tagged_cells(tag):
     found = []
     for path in LESSONS:
         cells = nbformat.read(path, as_version=4).cells
-        found += [(path, index) for index, cell in enumerate(cells) if TAG in cell.metadata.get("tags", [])]
+        found += [(path, index) for index, cell in enumerate(cells) if tag in cell.metadata.get("tags", [])]
     return found
+
+
+def placement_cells():
+    return tagged_cells(TAG)
+
+
+def run_after_earlier_cells(path, index, probe_source):
+    """The lesson's code cells before `index`, then `probe_source`, in a kernel of their own: the notebook
+    run (errors kept as outputs) and the probe cell."""
+    notebook = nbformat.read(path, as_version=4)
+    earlier = [c for c in notebook.cells[:index] if c.cell_type == "code"]
+    probe = nbformat.v4.new_code_cell(probe_source)
+    run = nbformat.v4.new_notebook(cells=[*earlier, probe], metadata=notebook.metadata)
+    NotebookClient(run, timeout=300, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    return run, probe
 
 
 def claims(outputs) -> dict[str, str]:
@@ -58,11 +79,7 @@ def test_a_placement_cell_holds_on_a_second_device(path, index):
     notebook = nbformat.read(path, as_version=4)
     cell = notebook.cells[index]
     stored = claims(cell.outputs)  # none in a training loop: there it must run on meta, or stop for want of data
-    earlier = [c for c in notebook.cells[:index] if c.cell_type == "code"]
-    probe = nbformat.v4.new_code_cell(ON_META + cell.source)
-    run = nbformat.v4.new_notebook(cells=[*earlier, probe], metadata=notebook.metadata)
-    NotebookClient(run, timeout=300, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    run, probe = run_after_earlier_cells(path, index, ON_META + cell.source)
     failed = [o for c in run.cells for o in c.outputs if o.output_type == "error"]
     stopped = bool(failed) and failed[-1] in probe.outputs and bool(NO_DATA.search(failed[-1].evalue))
     assert not failed or (len(failed) == 1 and stopped), (
@@ -73,3 +90,28 @@ def test_a_placement_cell_holds_on_a_second_device(path, index):
     changed = {label: on_meta.get(label) for label in asked if stored[label] == "True" and on_meta.get(label) != "True"}
     assert not changed, (f"{path.name}, cell {index}: on meta / 在 meta 上: {changed} "
                          "(a move that does nothing on the CPU / 一个在 CPU 上不起作用的移动)")
+
+
+def test_lesson_1_chooses_its_device_with_the_runtime_check():
+    tagged = {path.stem for path, _ in tagged_cells(CHOICE_TAG)}
+    assert "01_devices" in tagged, tagged
+
+
+@pytest.mark.parametrize("path, index", tagged_cells(CHOICE_TAG), ids=lambda v: v.stem if hasattr(v, "stem") else str(v))
+def test_a_device_choice_is_right_on_every_kind_of_machine(path, index):
+    """On the CPU build `current_accelerator()` and `current_accelerator(check_available=True)` agree;
+    on the CUDA build without a GPU (most students' laptops) only the runtime check finds no CUDA. So the
+    cell runs on each simulated machine (autograder/simulate.py) and must choose what is there."""
+    source = nbformat.read(path, as_version=4).cells[index].source
+    probe = (f"from autograder.simulate import MACHINES as _machines, simulated_machine as _simulated\n"
+             f"import json as _json\n_chosen = {{}}\n"
+             f"for _machine in _machines:\n    with _simulated(_machine):\n        exec({source!r})\n"
+             f"    _chosen[str(_machine)] = str(device)\n"
+             f"print('CHOSEN', _json.dumps(_chosen))\n")
+    _, cell = run_after_earlier_cells(path, index, probe)
+    errors = [o for o in cell.outputs if o.output_type == "error"]
+    assert not errors, f"{errors[0].ename}: {errors[0].evalue}" if errors else ""
+    text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+    chosen = json.loads(text.split("CHOSEN ", 1)[1].splitlines()[0])
+    expected = {str(machine): machine.present or "cpu" for machine in MACHINES}
+    assert chosen == expected, f"{path.name}, cell {index}: chose / 选择了 {chosen}, not / 而不是 {expected}"
