@@ -59,7 +59,8 @@ def test_each_mistake_shows_its_bilingual_diagnostic(demo, assignment, answer):
     student = next(s for s, answers in STUDENTS[assignment].items() if answer in answers)
     shown = demo(assignment).graded.diagnostics(student).get(f"test_{answer.exercise}", "")
     assert shows(shown, answer.diagnostic), f"{answer.id}: expected {answer.diagnostic!r}, shown:\n{shown}"
-    assert "Traceback" not in shown.splitlines()[0]
+    english, chinese = (shown.splitlines() + ["", ""])[:2]  # the grader's line, not a traceback, in both languages
+    assert english.startswith("AssertionError: ") and re.search(r"[\u4e00-\u9fff]", chinese), shown
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

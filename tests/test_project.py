@@ -56,9 +56,13 @@ def test_runs_under_the_torch_build_that_make_installed():
 
 
 def test_gpu_job_really_has_cuda():
-    """Under COURSE_REQUIRE_CUDA=1 (the GPU CI job) the suite must be running with CUDA."""
+    """Under COURSE_REQUIRE_CUDA=1 (the GPU CI job) the suite must be running with CUDA; on every job the
+    graders check on CUDA exactly when it is really there (a CUDA build without a GPU: not)."""
+    from autograder import grading_devices
+
     if cuda_required():
         assert torch.cuda.is_available()
+    assert (torch.device("cuda", 0) in grading_devices()) == torch.cuda.is_available(), grading_devices()
 
 
 def test_readme_seed_table_points_at_sections_that_exist():
