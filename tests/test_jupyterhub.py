@@ -10,6 +10,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -125,12 +126,25 @@ c.JupyterHub.load_roles = [{{"name": "course-test", "services": ["course-test"],
         subprocess.run(["rm", "-rf", str(top)])
 
 
+def course_folder(teacher) -> Path:
+    """The instructor's course folder, where the shipped configuration expects it (INSTRUCTOR_COURSE_FOLDER)."""
+    return unix_users.home_of(teacher) / "torch-to"
+
+
+# the course's own nbgrader_config.py: it leaves a mark each time nbgrader reads it
+COURSE_CONFIG = "c = get_config()\nopen(__file__.replace('nbgrader_config.py', 'config-read'), 'a').write('read\\n')\n"
+
+
 def release(teacher, python, env):
-    """The instructor's course folder is their home; the assignment is released before the hub starts."""
-    home = unix_users.home_of(teacher)
-    for command in (["mkdir", "-p", home / "release"], ["cp", "-R", ROOT / "release" / ASSIGNMENT, home / "release"],
-                    [python, "-m", "nbgrader", "release_assignment", ASSIGNMENT]):
-        done = unix_users.run_as(teacher, command, cwd=home, env=env)
+    """The instructor's course folder is ~/torch-to; the assignment is released before the hub starts."""
+    course = course_folder(teacher)
+    for command in (["mkdir", "-p", course / "release", course / "source"],
+                    ["cp", "-R", ROOT / "release" / ASSIGNMENT, course / "release"],
+                    ["cp", "-R", ROOT / "source" / ASSIGNMENT, course / "source"],
+                    ["sh", "-c", f"printf %s {shlex.quote(COURSE_CONFIG)} > nbgrader_config.py"],
+                    [python, "-m", "nbgrader", "release_assignment", ASSIGNMENT], ["rm", "-f", "config-read"]):
+        done = unix_users.run_as(teacher, command, cwd=course if command[0] != "mkdir" else unix_users.home_of(teacher),
+                                 env=env)
         assert done.returncode == 0, f"{command}: {done.stdout}{done.stderr}"
 
 
@@ -186,9 +200,20 @@ def test_student_fetches_and_submits_and_the_instructor_collects(servers):
     assert fetched.stat().st_uid == unix_users.home_of(student).stat().st_uid, "fetched as the student / 应以学生身份取回"
     collected = hub.server("POST", teacher, f"/formgrader/api/assignment/{ASSIGNMENT}/collect")
     assert collected.status_code == 200 and collected.json()["success"], collected.text
-    submitted = classroom.notebook_path(unix_users.home_of(teacher), "submitted", ASSIGNMENT, student)
+    submitted = classroom.notebook_path(course_folder(teacher), "submitted", ASSIGNMENT, student)
     assert submitted.read_bytes() == fetched.read_bytes(), (
         "the instructor did not collect the student's submission / 教师没有收到该学生的提交")
+
+
+def test_the_instructors_formgrader_works_on_the_course_folder(servers):
+    """The hub starts servers in the home folder; the instructor's formgrader still finds the course in
+    ~/torch-to and reads its own nbgrader_config.py there."""
+    hub, teacher = servers, servers.users["teacher"]
+    listed = hub.server("GET", teacher, "/formgrader/api/assignments")
+    assert listed.status_code == 200, listed.text
+    assert ASSIGNMENT in [a["name"] for a in listed.json()], f"the formgrader lists / formgrader 列出: {listed.text}"
+    assert (course_folder(teacher) / "config-read").exists(), (
+        "the course's nbgrader_config.py was not read / 没有读取课程的 nbgrader_config.py")
 
 
 def test_only_the_instructor_has_the_formgrader(servers):

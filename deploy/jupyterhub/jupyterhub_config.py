@@ -10,7 +10,7 @@ student configuration (deploy/student/etc/jupyter: those tools off; fetch, submi
 Assignments travel through nbgrader's exchange on this machine (deploy/exchange/setup-exchange.sh
 installs it and /etc/jupyter/nbgrader_config.py, which every user's nbgrader reads).
 
-Edit INSTRUCTORS and STUDENTS (Unix user names), COURSE_ENV (the course's environment, readable by
+Edit INSTRUCTORS and STUDENTS (Unix user names), INSTRUCTOR_COURSE_FOLDER, COURSE_ENV (the course's environment, readable by
 every user) and run the hub as root, behind HTTPS (https://jupyterhub.readthedocs.io/en/stable/tutorial/getting-started/security-basics.html).
 tests/test_jupyterhub.py starts this configuration on loopback with a dummy authenticator.
 """
@@ -25,6 +25,8 @@ INSTRUCTORS = {"teacher"}
 STUDENTS = {"student1", "student2"}
 COURSE_ENV = Path("/opt/torch-to/.venv")  # `make install` in a checkout at /opt/torch-to
 STUDENT_JUPYTER_CONFIG = Path(__file__).resolve().parent.parent / "student" / "etc" / "jupyter"
+INSTRUCTOR_COURSE_FOLDER = "~/torch-to"  # each instructor's course folder (`course setup` was run there)
+INSTRUCTOR_JUPYTER_CONFIG = Path(__file__).resolve().parent / "instructor"  # nbgrader reads the course there
 
 c.JupyterHub.bind_url = "http://127.0.0.1:8000"  # put a TLS-terminating proxy in front
 # JupyterHub's proxy: `make proxy` installs it into the checkout's build/node/ when npm has not put it on PATH
@@ -48,13 +50,17 @@ c.JupyterHub.load_groups = {INSTRUCTOR_GROUP: {"users": sorted(INSTRUCTORS)},
 def per_role_configuration(spawner):
     """Students' JupyterLab reads the student configuration first: no formgrader, no Create Assignment.
     (A student who edits their own configuration can turn them back on, but they work only on the
-    student's own files: grading happens in the instructors' servers.)"""
-    if INSTRUCTOR_GROUP in {group.name for group in spawner.user.groups}:
-        return
+    student's own files: grading happens in the instructors' servers.) An instructor's JupyterLab starts
+    on their course folder, and its nbgrader reads the course's own nbgrader_config.py there
+    (deploy/jupyterhub/instructor/): the hub starts every server in the home folder otherwise."""
     configured = spawner.environment.get("JUPYTER_CONFIG_PATH", os.environ.get("JUPYTER_CONFIG_PATH"))
+    if INSTRUCTOR_GROUP in {group.name for group in spawner.user.groups}:
+        spawner.notebook_dir, first = INSTRUCTOR_COURSE_FOLDER, INSTRUCTOR_JUPYTER_CONFIG
+    else:
+        first = STUDENT_JUPYTER_CONFIG
     # a new dict: the configured one is shared by every user's spawner
     spawner.environment = {**spawner.environment, "JUPYTER_CONFIG_PATH": os.pathsep.join(
-        filter(None, [str(STUDENT_JUPYTER_CONFIG), configured]))}
+        filter(None, [str(first), configured]))}
 
 
 c.Spawner.pre_spawn_hook = per_role_configuration
