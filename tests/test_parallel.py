@@ -146,7 +146,7 @@ def probe_class(tmp_path_factory):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server is Linux-only")
 @pytest.mark.parametrize("flags, forked", [([], True), (["--no-fork-server"], False)])
 def test_kernels_come_from_the_fork_server_unless_told_otherwise(probe_class, course, flags, forked):
-    done = course("grade", ASSIGNMENT, "--root", probe_class, *flags, timeout=300)
+    done = course("grade", ASSIGNMENT, "--root", probe_class, "--force", *flags, timeout=300)  # the same class twice
     assert done.returncode == 0, done.stdout + done.stderr
     autograded = nbformat.read(classroom.notebook_path(probe_class, "autograded", ASSIGNMENT, "probe"), as_version=4)
     command_line = autograded.cells[0].outputs[0]["text"]
