@@ -127,3 +127,26 @@ def test_feedback_held_back_is_logged_as_its_reason_not_a_traceback(gradebook, c
 def test_feedback_goes_out_once_every_answer_is_graded(gradebook):
     nb = new_notebook(cells=[new_markdown_cell("answer")])
     assert RequireHandGrading().preprocess(nb, resources(gradebook))[0] is nb
+
+
+def test_status_tells_a_submission_autograde_never_reached_from_one_waiting_for_a_person(gradebook, capsys):
+    """`course status`: a test cell without a score means autograde never got through the submission; a
+    code answer graded by hand has none either until a person gives it one, and is waiting, not that."""
+    from autograder.cli import print_hand_grading
+    from autograder.messages import text
+
+    with Gradebook(gradebook) as book:
+        book.add_grade_cell("explain_code", "nb", "a1", max_score=1, cell_type="code")
+        book.add_solution_cell("explain_code", "nb", "a1")
+        book.add_source_cell("explain_code", "nb", "a1", cell_type="code", locked=False, source="")
+        for student, test_score in [("cy", 2.0), ("bo", None)]:  # bo's file was not a notebook
+            book.add_student(student)
+            book.add_submission("a1", student)
+            book.find_grade("test_move", "nb", "a1", student).auto_score = test_score
+            book.find_grade("explain_code", "nb", "a1", student).needs_manual_grade = True
+        book.db.commit()
+    print_hand_grading(gradebook, "a1", every_student=True)
+    shown = capsys.readouterr().out
+    assert text("status_not_autograded", student="bo", assignment="a1").en in shown, shown
+    assert text("status_not_autograded", student="cy", assignment="a1").en not in shown, shown
+    assert shows(shown, "status_waiting") and "cy: " in shown and "explain_code" in shown, shown
