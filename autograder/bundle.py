@@ -15,6 +15,7 @@ import shutil
 import sys
 import tarfile
 import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import nbformat
@@ -83,10 +84,8 @@ def requirements(root: Path = ROOT) -> list[str]:
     """The course's requirements for students, with torch pinned to the grader's version (the one that
     builds the bundle): a student's notebook runs on the PyTorch its grade is decided on. The local label
     (`+cpu`, `+cu128`) is dropped, so that pip picks the build that suits the student's machine."""
-    import torch
-
     project = tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["project"]
-    grader_torch = f"torch=={torch.__version__.split('+')[0]}"
+    grader_torch = f"torch=={metadata.version('torch').split('+')[0]}"
     return [grader_torch if re.match(r"torch\b", r) else r
             for r in project["dependencies"] if not r.startswith(INSTRUCTOR_ONLY_REQUIREMENTS)]
 

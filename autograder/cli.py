@@ -228,7 +228,7 @@ def print_hand_grading(db_url: str, assignment: str, every_student=False):
         for submission in submissions:
             grades = [g for n in submission.notebooks for g in n.grades]
             fields = dict(student=submission.student_id, score=submission.score, max_score=submission.max_score)
-            if any(is_test_cell(g) and g.auto_score is None and g.manual_score is None for g in grades):
+            if any(is_test_grade(g) and g.auto_score is None and g.manual_score is None for g in grades):
                 # a test cell without a score: autograde never got through this submission (a file that
                 # is not a notebook, say); nothing in it waits for a person yet
                 print(message("status_not_autograded", student=submission.student_id, assignment=assignment))
@@ -245,8 +245,8 @@ def print_hand_grading(db_url: str, assignment: str, every_student=False):
             print(message("status_all_graded", assignment=assignment, total=len(submissions)), flush=True)
 
 
-def is_test_cell(grade) -> bool:
-    """An autograded test cell: a code cell that is graded but is not an answer (a code answer graded by
+def is_test_grade(grade) -> bool:
+    """The grade of an autograded test cell: a code cell that is graded but is not an answer (a code answer graded by
     hand is a solution cell too, and has no score until a person gives it one)."""
     cell = grade.cell
     return cell.cell_type == "code" and cell.name not in {s.name for s in cell.notebook.solution_cells}

@@ -103,7 +103,8 @@ def grade(root: Path, assignment: str, jobs: int, config, students=None, progres
             outcome.failed[student], mark = error, " ✗"
         elif UNCHANGED in log:
             outcome.unchanged.append(student)
-            mark = " " + text("grade_unchanged_mark").en + " / " + text("grade_unchanged_mark").zh
+            kept = text("grade_unchanged_mark")
+            mark = f" {kept.en} / {kept.zh}"
         else:
             outcome.graded.append(student)
             mark = ""

@@ -46,8 +46,8 @@ def tagged_cells(tag):
     return found
 
 
-def placement_cells():
-    return tagged_cells(TAG)
+def cell_id(value):
+    return value.stem if hasattr(value, "stem") else str(value)
 
 
 def run_after_earlier_cells(path, index, probe_source):
@@ -69,12 +69,12 @@ def claims(outputs) -> dict[str, str]:
 
 def test_the_cells_that_demonstrate_a_move_are_tagged():
     """Lessons 3 to 7: where a forgotten move printed the same on a CPU runner (C2-C6)."""
-    tagged = {path.stem for path, _ in placement_cells()}
+    tagged = {path.stem for path, _ in tagged_cells(TAG)}
     assert {"03_module_to", "04_side_by_side", "05_training_loop", "06_checkpoints",
             "07_transfers_performance"} <= tagged, tagged
 
 
-@pytest.mark.parametrize("path, index", placement_cells(), ids=lambda v: v.stem if hasattr(v, "stem") else str(v))
+@pytest.mark.parametrize("path, index", tagged_cells(TAG), ids=cell_id)
 def test_a_placement_cell_holds_on_a_second_device(path, index):
     notebook = nbformat.read(path, as_version=4)
     cell = notebook.cells[index]
@@ -97,7 +97,7 @@ def test_lesson_1_chooses_its_device_with_the_runtime_check():
     assert "01_devices" in tagged, tagged
 
 
-@pytest.mark.parametrize("path, index", tagged_cells(CHOICE_TAG), ids=lambda v: v.stem if hasattr(v, "stem") else str(v))
+@pytest.mark.parametrize("path, index", tagged_cells(CHOICE_TAG), ids=cell_id)
 def test_a_device_choice_is_right_on_every_kind_of_machine(path, index):
     """On the CPU build `current_accelerator()` and `current_accelerator(check_available=True)` agree;
     on the CUDA build without a GPU (most students' laptops) only the runtime check finds no CUDA. So the
