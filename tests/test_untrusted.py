@@ -228,10 +228,17 @@ def graded(grader, course, tmp_path_factory):
                   listener.connections, left_behind)
 
 
+def why_graded(course: Path, student: str) -> str:
+    """What a failed grade needs to be understood: the errors its test cells showed, its grading log."""
+    log = course / "logs" / ASSIGNMENT / f"{student}.log"  # `course grade` keeps one per student
+    return (f"errors shown: {classroom.diagnostics(course, ASSIGNMENT, student)}\n"
+            + (f"grading log:\n{log.read_text('utf-8')[-3000:]}" if log.exists() else ""))
+
+
 @pytest.mark.parametrize("student", CONTROLS)
 def test_control_students_keep_full_marks(graded, student):
-    _, scores, _, _ = graded
-    assert scores[student] == classroom.max_points(ASSIGNMENT)
+    course, scores, _, _ = graded
+    assert scores[student] == classroom.max_points(ASSIGNMENT), why_graded(course, student)
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.get("graded", True)], ids=lambda c: c["id"])
@@ -240,7 +247,7 @@ def test_each_case_earns_exactly_what_it_should(graded, case):
     assert case["id"] in scores, f"{case['id']} was not graded:\n{log[-3000:]}"
     full = classroom.max_points(ASSIGNMENT)
     expected = {cell: 0 if cell in case["zero"] else points for cell, points in full.items()}
-    assert scores[case["id"]] == expected
+    assert scores[case["id"]] == expected, why_graded(course, case["id"])
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if "shows" in c], ids=lambda c: c["id"])
