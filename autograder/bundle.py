@@ -20,6 +20,8 @@ from pathlib import Path
 
 import nbformat
 
+from .views import for_students
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "autograder"
 STUDENT_FILES = ROOT / "deploy" / "student"   # README, Makefile, nbgrader and Jupyter configuration
@@ -142,8 +144,8 @@ def build(dest: Path, root: Path = ROOT) -> Path:
         if (root / PACKAGE / f"{module}.json").exists():  # messages.json: the catalogue messages.py reads
             shutil.copy2(root / PACKAGE / f"{module}.json", package)
     (dest / "notebooks" / "figures").mkdir(parents=True)
-    for lesson in sorted((root / "notebooks").glob("*.ipynb")):
-        shutil.copy2(lesson, dest / "notebooks")
+    for lesson in sorted((root / "notebooks").glob("*.ipynb")):  # no answer printed under a prompt
+        nbformat.write(for_students(nbformat.read(lesson, as_version=4)), dest / "notebooks" / lesson.name)
     for figure in sorted((root / "notebooks" / "figures").glob("*.svg")):
         shutil.copy2(figure, dest / "notebooks" / "figures")
     for assignment in assignments(root):

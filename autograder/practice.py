@@ -1,11 +1,11 @@
 """Self-checks inside the lessons: ungraded, with the graders' bilingual diagnostics, printed, not raised.
 
-A lesson exercise is three cells: the student's cell (a stub that raises NotImplementedError), a check
-cell that calls `self_check`, and a collapsed model solution (`jupyter.source_hidden`) that defines the
-answer and runs the same check again. Nothing here raises, so a lesson still runs top to bottom with
-the exercise unanswered, and the stored output of the solution's check is the verdict "correct".
+A lesson exercise is the student's cell (a stub that raises NotImplementedError), a check cell that
+calls `self_check`, and a model solution folded in a markdown `<details>` block (English and Chinese
+cells), so that Run All never answers for the student. Nothing here raises: a lesson runs top to bottom
+with the exercise unanswered, and its stored check output says "not answered yet".
 """
-from .messages import message
+from .messages import message, text
 
 
 def self_check(check) -> None:
@@ -22,3 +22,10 @@ def self_check(check) -> None:
         print(failure)
         return
     print(message("practice_correct"))
+
+
+def on_a_gpu(key: str, gpus: int = 1) -> None:
+    """What a CUDA-only cell shows on a GPU, printed where it cannot run: message `key` of the catalogue,
+    a sentence in each language that tests/gpu_claims.py checks on a GPU (its claims name the same key)."""
+    intro, shown = text("gpu_only_two" if gpus >= 2 else "gpu_only"), text(key)
+    print(f"{intro.en} {shown.en}\n{intro.zh}{shown.zh}")

@@ -53,12 +53,37 @@ def monolingual(notebook, lang: str):
     return view
 
 
+def for_students(notebook):
+    """A copy of a lesson as students get it: the code cells that answer a predict-then-run prompt (from the
+    prompt to the explanation after them) keep no stored output, so the answer is not printed under the
+    question. (The instructor's copy keeps every output: nbval compares it with a fresh run.)"""
+    copy = nbformat.from_dict(notebook)
+    for cell in answers_to_prompts(copy):
+        cell.outputs, cell.execution_count = [], None
+    return copy
+
+
+def answers_to_prompts(notebook) -> list:
+    """The code cells between each predict-then-run prompt and the explanation that follows them."""
+    found, after_prompt = [], False
+    for cell in notebook.cells:
+        tags = cell.metadata.get("tags", [])
+        if "predict" in tags or "prediction" in tags:
+            after_prompt = True
+        elif cell.cell_type == "markdown":
+            after_prompt = False
+        elif after_prompt:
+            found.append(cell)
+    return found
+
+
 def write_views(paths, lang: str, out: Path) -> list[Path]:
+    """Monolingual copies for students (lessons as `for_students` gives them), in `out/lang/`."""
     written = []
     for path in map(Path, paths):
         target = out / lang / path.name
         target.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(monolingual(nbformat.read(path, as_version=4), lang), target)
+        nbformat.write(monolingual(for_students(nbformat.read(path, as_version=4)), lang), target)
         written.append(target)
         figures = path.parent / "figures"
         if figures.is_dir():  # the lessons show `figures/*.svg` by relative path: keep them beside the copy

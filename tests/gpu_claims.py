@@ -1,15 +1,20 @@
 """Every claim the lessons make about CUDA, run for real: `python tests/gpu_claims.py`.
 
-The lessons run on CPU runners, where CUDA-only cells are skipped visibly; this script is where those
-claims are checked. The GPU CI job runs it (with COURSE_REQUIRE_CUDA=1, so a job without CUDA fails);
-anyone can run it by hand. Each claim prints what the lesson says next to what this machine did, and
+The lessons run on CPU runners, where a CUDA-only cell prints what it shows on a GPU instead (`on_a_gpu`);
+this script is where those claims are checked, and where every such cell of the lessons runs for real
+(the lesson top to bottom, on the GPU). The GPU CI job runs it with COURSE_REQUIRE_CUDA=1 (a job without
+CUDA fails; =2 makes a job with one GPU fail too, instead of skipping the two-GPU claims); anyone can run
+it by hand. Each claim prints what the lesson says next to what this machine did, and
 the script exits 1 on any contradiction. Claims that need only the CUDA *build* (not a GPU) also run on
 the CUDA-build runner, whose machine has no GPU.
 """
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Callable
 
 import torch
@@ -24,6 +29,7 @@ class Claim:
     says: str
     needs: str          # "cuda": a CUDA device; "2 cuda": two of them; "cuda-build": PyTorch built for CUDA
     check: Callable[[], tuple[bool, str]]  # → (holds, what was seen)
+    shown: str | None = None  # the message key of the lesson cell it checks (what that cell prints without CUDA)
 
     def runnable(self) -> bool:
         if self.needs == "cuda-build":
@@ -475,17 +481,119 @@ def to_empty_allocates_everything():
     return grew >= size, f"model {size // MiB} MiB, allocated {grew // MiB} MiB"
 
 
+# ------------------------------------------------------------------ the lessons' own CUDA-only cells
+# Each CUDA-only cell prints, where it cannot run, `on_a_gpu(KEY)`: the sentence of the message catalogue
+# that says what it shows on a GPU. Here each lesson runs top to bottom on the GPU (its own cells, not a copy
+# of them), and every such cell must run without error and print what its sentence says: the lines below,
+# and for the timing and error-line cells a comparison of the numbers it printed.
+LESSONS = Path(__file__).resolve().parent.parent / "notebooks"
+ON_A_GPU = re.compile(r'on_a_gpu\("(?P<key>\w+)"(?:, gpus=(?P<gpus>\d))?\)')
+
+
+def _milliseconds(shown, name):
+    return float(re.search(rf": {re.escape(name)}: ([0-9.]+) ms", shown)[1])
+
+
+def _launch_lines(shown):
+    return [int(n) for n in re.findall(r"raised at line (\d+)", shown)]
+
+
+SHOWN = {  # message key → lines its cell prints on a GPU, and a check of its numbers
+    "gpu_shows_pinned_copy_back": [r"destination in pinned memory: True", r"read after synchronising: \[0\.0, 1\.0, 2\.0, 3\.0\]"],
+    "gpu_shows_transfer_timings": [lambda shown: _milliseconds(shown, "pinned") < _milliseconds(shown, "pageable"),
+                                   lambda shown: _milliseconds(shown, "non_blocking") < 0.8 * _milliseconds(shown, "blocking")],
+    "gpu_shows_early_read": [r"read before synchronising, correct\? (True|False)", r"destination pinned by PyTorch: +True"],
+    "gpu_shows_hidden_syncs": [*(rf"{re.escape(call)} +synchronises: True" for call in (
+        "t[0].item()", "t.tolist()", "if t.sum() > 0:", "t[t > 0]", "torch.nonzero(t)", "t.cpu()", "print(t)",
+        "pageable.to(device)")),
+        *(rf"{re.escape(call)} +synchronises: False" for call in ("t * 2", "t.max()", "pageable.to(device, non_blocking=True)")),
+        r"t\.numpy\(\): TypeError"],
+    "gpu_shows_autocast_table": [r"CUDA float16 table measured here: as listed"],
+    "gpu_shows_bce_refused": [r"RuntimeError: torch\.nn\.functional\.binary_cross_entropy and torch\.nn\.BCELoss are unsafe to autocast\.",
+                              r"with logits: torch\.float32"],
+    "gpu_shows_norm_refusal": [r"CUDA refuses the mix: expected scalar type Half but found Float",
+                               r"the hooked model on CUDA: torch\.bfloat16"],
+    "gpu_shows_visible_renumber": [r"the child sees one GPU: True", r"its cuda:0 is our cuda:1: True"],
+    "gpu_shows_current_device": [r"current device: 0", r'"cuda" resolves to cuda:0 and \.cuda\(\) to cuda:0'],
+    "gpu_shows_ddp_two_gpus": [r"every rank loaded it onto its own device: True", r"running_mean of the whole batch: True",
+                               r"parameters identical on all ranks: +True"],
+    "gpu_shows_module_between_gpus": [r"returns the same module: True", r"weight on cuda:1: True"],
+    "gpu_shows_mismatch_messages": [r"nn\.Linear: RuntimeError: Expected all tensors to be on the same device, but got mat1 is on "
+                                    r"cpu, different from other tensors on cuda:0 \(when checking argument in method wrapper_CUDA_addmm\)",
+                                    r"element-wise: RuntimeError: Expected all tensors to be on the same device, but found at least two devices"],
+    "gpu_shows_memory_counters": [r"allocated: 256 MiB", r"after del: allocated 0 MiB, peak 256 MiB, still reserved by the cache: True",
+                                  r"after empty_cache, reserved < 256 MiB: True"],
+    "gpu_shows_optimizer_state_memory": [r"model\.to\('cpu'\) freed 8 MiB", r"optimizer state still on CUDA: True",
+                                         r"moving the optimizer state freed 8 MiB; state on CUDA: False"],
+    "gpu_shows_out_of_memory": [r"torch\.OutOfMemoryError: CUDA out of memory"],
+    "gpu_shows_launch_blocking": [lambda shown: len(_launch_lines(shown)) == 2 and _launch_lines(shown)[1] == 4 < _launch_lines(shown)[0]],
+    "gpu_shows_sync_warning": [r"warnings: \['called a synchronizing CUDA operation"],
+    "gpu_shows_to_empty_memory": [r"to_empty allocated the whole model: True \(32 MiB\)"],
+}
+
+
+def gpu_only_cells() -> dict[str, tuple[Path, int, int]]:
+    """Message key → (lesson, cell index, GPUs it needs), for every lesson cell that calls on_a_gpu."""
+    import nbformat
+
+    found = {}
+    for path in sorted(LESSONS.glob("*.ipynb")):
+        for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            for match in ON_A_GPU.finditer(cell.source if cell.cell_type == "code" else ""):
+                found[match["key"]] = (path, index, int(match["gpus"] or 1))
+    return found
+
+
+@cache
+def lesson_run(path: Path):
+    """The lesson run top to bottom in a kernel of its own on this machine (errors kept in the outputs)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(notebook, timeout=900, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    return notebook
+
+
+def lesson_cell_shows(key, path, index):
+    def check():
+        cell = lesson_run(path).cells[index]
+        errors = [f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"]
+        shown = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+        missing = [f"{e}" if isinstance(e, str) else "a comparison of its numbers" for e in SHOWN[key]
+                   if not (re.search(e, shown) if isinstance(e, str) else _holds(e, shown))]
+        return not errors and not missing, "; ".join(errors) or (f"missing: {missing}; " if missing else "") + shown[-400:]
+    return check
+
+
+def _holds(predicate, shown) -> bool:
+    try:
+        return bool(predicate(shown))
+    except (TypeError, ValueError, IndexError):  # a number it should have printed is not there
+        return False
+
+
+for _key, (_path, _index, _gpus) in gpu_only_cells().items():
+    CLAIMS.append(Claim(f"{_path.stem[:2].lstrip('0')} · cell {_index}", f"the lesson's own cell shows what {_key} says",
+                        "2 cuda" if _gpus >= 2 else "cuda", lesson_cell_shows(_key, _path, _index), shown=_key))
+
+
 def main() -> int:
-    required = os.environ.get("COURSE_REQUIRE_CUDA", "") not in ("", "0")
-    if required and not torch.cuda.is_available():
-        print("COURSE_REQUIRE_CUDA=1 but CUDA is not available: no claim was checked.\n"
-              "已设置 COURSE_REQUIRE_CUDA=1，但 CUDA 不可用：没有检查任何说法。")
+    """Exit 1 on a contradiction, or when COURSE_REQUIRE_CUDA asks for more GPUs than there are (1: one,
+    2: two, so that the two-GPU claims cannot pass by being skipped)."""
+    required = int(os.environ.get("COURSE_REQUIRE_CUDA") or 0)
+    present = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if present < required:
+        print(f"COURSE_REQUIRE_CUDA={required} but this machine has {present} CUDA GPU(s): no claim was checked.\n"
+              f"已设置 COURSE_REQUIRE_CUDA={required}，但这台机器只有 {present} 块 CUDA GPU：没有检查任何说法。")
         return 1
-    contradictions = checked = 0
+    contradictions = checked = skipped = 0
     for item in CLAIMS:
         print(f"lesson {item.lesson}\n  says: {item.says}")
         if not item.runnable():
             print(f"  skipped: needs {item.needs}, not on this machine / 跳过：需要 {item.needs}")
+            skipped += 1
             continue
         try:
             holds, seen = item.check()
@@ -494,7 +602,7 @@ def main() -> int:
         checked += 1
         contradictions += not holds
         print(f"  saw:  {seen}\n  {'ok' if holds else 'CONTRADICTION / 与课程说法矛盾'}")
-    print(f"\n{checked - contradictions} passed, {contradictions} failed")
+    print(f"\n{checked - contradictions} passed, {contradictions} failed, {skipped} not checked on this machine")
     return 1 if contradictions else 0
 
 

@@ -1,11 +1,15 @@
 """The script of the lessons' CUDA-only claims (tests/gpu_claims.py) runs what it can and fails loudly."""
+import re
 import subprocess
 import sys
 
+import nbformat
 import pytest
 import torch
 
 from autograder.classroom import ROOT
+from autograder.messages import catalogue, shows
+from autograder.practice import on_a_gpu
 
 pytestmark = pytest.mark.unit  # `make test-fast`
 
@@ -20,6 +24,30 @@ def run_script(**env) -> subprocess.CompletedProcess:
                           text=True, timeout=300, env={**os.environ, **env})
 
 
+def test_every_cuda_only_lesson_cell_says_what_it_shows_on_a_gpu_and_has_a_claim():
+    """A cell that runs only where CUDA is prints, elsewhere, a sentence of the catalogue in both languages
+    (no CI vocabulary), and the script checks that cell on a GPU against that sentence."""
+    cells = gpu_claims.gpu_only_cells()
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            if cell.cell_type == "code" and re.search(r"^if torch\.cuda\.is_available\(\)", cell.source, re.M):
+                assert gpu_claims.ON_A_GPU.search(cell.source), f"{path.stem} cell {index}: else: on_a_gpu(KEY)"
+            printed = "".join(o.get("text", "") for o in cell.get("outputs", []))
+            assert not re.search(r"gpu_claims|GPU job|GPU 任务|skipped on this machine", printed), (
+                f"{path.stem} cell {index} speaks CI to students")
+    assert set(cells) == set(gpu_claims.SHOWN), "each cell's lines are listed, and only theirs"
+    for key, (path, index, gpus) in cells.items():
+        assert {"en", "zh"} <= set(catalogue()[key]), key
+        [linked] = [c for c in gpu_claims.CLAIMS if c.shown == key]
+        assert linked.needs == ("2 cuda" if gpus >= 2 else "cuda"), key
+
+
+def test_a_cuda_only_cell_prints_its_sentence_without_cuda(capsys):
+    on_a_gpu("gpu_shows_ddp_two_gpus", gpus=2)
+    printed = capsys.readouterr().out
+    assert shows(printed, "gpu_only_two") and shows(printed, "gpu_shows_ddp_two_gpus")
+
+
 def test_every_claim_names_its_lesson_and_what_it_needs():
     assert len(gpu_claims.CLAIMS) >= 10
     for item in gpu_claims.CLAIMS:
@@ -30,14 +58,16 @@ def test_the_script_checks_what_this_machine_can_and_passes():
     done = run_script(COURSE_REQUIRE_CUDA="")
     assert done.returncode == 0, done.stdout
     runnable = [c for c in gpu_claims.CLAIMS if c.runnable()]
-    assert f"{len(runnable)} passed, 0 failed" in done.stdout
+    assert f"{len(runnable)} passed, 0 failed, {len(gpu_claims.CLAIMS) - len(runnable)} not checked" in done.stdout
     if torch.version.cuda is not None:  # the CUDA-build runner checks the build-only claims
         assert runnable
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is here: the requirement is met")
-def test_requiring_cuda_without_cuda_fails():
-    done = run_script(COURSE_REQUIRE_CUDA="1")
+@pytest.mark.parametrize("gpus", [1, 2])
+def test_requiring_more_gpus_than_there_are_fails(gpus):
+    if torch.cuda.is_available() and torch.cuda.device_count() >= gpus:
+        pytest.skip(f"{gpus} CUDA GPU(s) here: the requirement is met")
+    done = run_script(COURSE_REQUIRE_CUDA=str(gpus))
     assert done.returncode == 1 and "no claim was checked" in done.stdout
 
 

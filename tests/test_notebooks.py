@@ -20,7 +20,8 @@ def prose(cell) -> str:
 
 
 def is_answer_cell(cell) -> bool:
-    return cell.metadata.get("nbgrader", {}).get("solution", False)
+    """A cell the student writes: an nbgrader answer, or a lesson's cell for a prediction."""
+    return cell.metadata.get("nbgrader", {}).get("solution", False) or "prediction" in cell.metadata.get("tags", [])
 
 
 def languages(cell) -> set[str]:

@@ -14,10 +14,10 @@ import re
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from autograder import classroom
 from autograder.simulate import MACHINES
+from lessons import run_after_earlier_cells
 
 TAG = "placement"
 CHOICE_TAG = "device-choice"  # a cell that only chooses `device`: checked on every simulated machine
@@ -48,18 +48,6 @@ def tagged_cells(tag):
 
 def cell_id(value):
     return value.stem if hasattr(value, "stem") else str(value)
-
-
-def run_after_earlier_cells(path, index, probe_source):
-    """The lesson's code cells before `index`, then `probe_source`, in a kernel of their own: the notebook
-    run (errors kept as outputs) and the probe cell."""
-    notebook = nbformat.read(path, as_version=4)
-    earlier = [c for c in notebook.cells[:index] if c.cell_type == "code"]
-    probe = nbformat.v4.new_code_cell(probe_source)
-    run = nbformat.v4.new_notebook(cells=[*earlier, probe], metadata=notebook.metadata)
-    NotebookClient(run, timeout=300, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
-    return run, probe
 
 
 def claims(outputs) -> dict[str, str]:

@@ -1,25 +1,23 @@
 """Practice inside the lessons (autograder/practice.py): predict-then-run prompts and self-checked exercises.
 
-Cell tags: `predict` on a prompt's two markdown cells (the question; a code cell to run follows, then
-the explanation), `exercise` on the student's code cell, `solution` on the collapsed model solution.
+Cell tags: `predict` on a prompt's two markdown cells (the question), `prediction` on the cell where the
+student writes the guess (a code cell to run follows, then the explanation), `exercise` on the student's
+code cell, `solution` on the model solution's two markdown cells (folded in `<details>`, so it never runs).
 """
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from autograder import checks
+from autograder import checks, views
 from autograder.messages import fingerprint
 from autograder.practice import self_check
+from lessons import defined_names, exercises, solution_code, tags
 
 pytestmark = pytest.mark.unit  # `make test-fast`
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-
-
-def tags(cell):
-    return set(cell.metadata.get("tags", []))
 
 
 def printed(cell):
@@ -56,20 +54,43 @@ def test_every_lesson_has_two_to_four_predict_then_run_prompts(lesson):
     assert 2 <= len(prompts) <= 4, f"{len(prompts)} predict-then-run prompts"
     for i in prompts:
         assert {"predict", "lang-zh"} <= tags(cells[i + 1]), "the prompt's Chinese cell follows it"
-        assert cells[i + 2].cell_type == "code", "a cell to run follows the prompt"
-        after = next(cell for cell in cells[i + 2:] if cell.cell_type == "markdown")
+        assert "prediction" in tags(cells[i + 2]), "a cell for the student's prediction follows the prompt"
+        assert cells[i + 3].cell_type == "code", "a cell to run follows the prediction"
+        after = next(cell for cell in cells[i + 3:] if cell.cell_type == "markdown")
         assert "predict" not in tags(after), "the explanation follows the run"
 
 
-def test_every_lesson_exercise_is_checked_and_has_a_collapsed_solution_that_passes(lesson):
-    cells = lesson.cells
-    exercises = [i for i, cell in enumerate(cells) if "exercise" in tags(cell)]
-    assert exercises, "at least one exercise"
-    for start, end in zip(exercises, [*exercises[1:], len(cells)]):
-        stub, following = cells[start], cells[start + 1:end]
-        assert "NotImplementedError" in stub.source, "the exercise cell is a stub for the student"
-        check = next(cell for cell in following if "self_check(" in cell.source)
-        assert fingerprint("practice_unanswered").en in printed(check), "the stub's check says: not answered"
-        solution = next(cell for cell in following if "solution" in tags(cell))
-        assert solution.metadata.get("jupyter", {}).get("source_hidden") is True, "the solution is collapsed"
-        assert "self_check(" in solution.source and fingerprint("practice_correct").en in printed(solution)
+def test_students_get_no_answer_printed_under_a_prompt(lesson):
+    """The instructor's copy keeps every output (nbval compares it); the students' copy keeps none between
+    a prompt and its explanation, and every other output as it is."""
+    answers = views.answers_to_prompts(lesson)
+    assert any(cell.outputs for cell in answers), "the instructor's copy shows the runs"
+    student = views.for_students(lesson)
+    answer_ids = {cell.id for cell in answers}
+    for kept, given in zip(lesson.cells, student.cells, strict=True):
+        assert given.source == kept.source
+        if kept.id in answer_ids:
+            assert given.outputs == [] and given.execution_count is None, kept.source[:80]
+        elif kept.cell_type == "code":
+            assert given.outputs == kept.outputs
+
+
+def test_every_lesson_exercise_is_checked_and_has_a_folded_solution(lesson):
+    found = list(exercises(lesson))
+    assert found, "at least one exercise"
+    for start, names, check, solution in found:
+        assert "NotImplementedError" in lesson.cells[start].source, "the exercise cell is a stub for the student"
+        assert [tags(cell) for cell in solution] == [{"solution", "lang-en"}, {"solution", "lang-zh"}]
+        assert all(cell.cell_type == "markdown" and "<details>" in cell.source for cell in solution)
+        english, chinese = map(solution_code, solution)
+        assert english == chinese and defined_names(english) == names, "both show the same answer"
+
+
+def test_run_all_on_an_untouched_lesson_reports_every_exercise_not_answered(lesson):
+    """The stored outputs come from a clean top-to-bottom run (nbval checks them), so they are what a
+    student sees after Run All: each check says "not answered", and no code cell after the exercise
+    defines its answer (a model solution that ran would print "correct" under an unanswered exercise)."""
+    for start, names, check, _ in exercises(lesson):
+        assert fingerprint("practice_unanswered").en in printed(check)
+        later = [cell for cell in lesson.cells[start + 1:] if cell.cell_type == "code"]
+        assert not any(names & defined_names(cell.source) for cell in later), names

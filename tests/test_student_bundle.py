@@ -24,7 +24,7 @@ import pytest
 import torch
 from conftest import jupyter
 
-from autograder import bundle, classroom
+from autograder import bundle, classroom, views
 from autograder.messages import catalogue, shows
 
 ROOT = classroom.ROOT
@@ -124,6 +124,15 @@ def test_bundle_has_every_lesson_figure_and_assignment(built):
         expected = {p.relative_to(ROOT) for p in ROOT.glob(pattern)}
         assert expected and expected <= {p.relative_to(dest) for p in dest.glob(pattern)}, (
             f"missing / 缺少 {pattern}")
+
+
+def test_the_bundles_lessons_print_no_answer_under_a_prediction(built):
+    dest, _ = built
+    for lesson in sorted((dest / "notebooks").glob("*.ipynb")):
+        notebook = nbformat.read(lesson, as_version=4)
+        answers = views.answers_to_prompts(notebook)
+        assert answers and not any(cell.outputs for cell in answers), lesson.name
+        assert any(cell.outputs for cell in notebook.cells if cell.cell_type == "code"), "the rest keeps its outputs"
 
 
 def test_package_imports_on_its_own(built, student_python):

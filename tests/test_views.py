@@ -20,9 +20,9 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def prose(notebook, tag):
-    """Prose cells of one language (answer cells carry both language tags and are not prose)."""
-    return [c for c in notebook.cells if tag in c.metadata.get("tags", [])
-            and not c.metadata.get("nbgrader", {}).get("solution")]
+    """Prose cells of one language (cells the student writes, answers and predictions, carry both language
+    tags and are not prose)."""
+    return [c for c in notebook.cells if {tag} == {t for t in c.metadata.get("tags", []) if t.startswith("lang-")}]
 
 
 def untouched(notebook):
