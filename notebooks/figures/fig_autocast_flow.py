@@ -38,18 +38,20 @@ def draw():
     arrow(ax, (5.45, 4.3), (6.05, 4.3), "16-bit\n16 位", where=(0, 0.15))
     arrow(ax, (8.55, 4.35), (9.15, 4.35))
     # backward and update, right to left
-    box(ax, 9.2, 0.4, 2.0, 1.7, "backward()\ngradients float32, × S\n梯度为 float32，× S", F32)
+    box(ax, 8.95, 0.3, 2.4, 1.9, "backward(), all × S\n16-bit ops: 16-bit grads,\nsmall ones → 0 without S\n"
+        "weights' grads float32\n16 位运算的梯度为 16 位，\n不乘 S 时小梯度变成 0\n权重的梯度为 float32", F32)
     box(ax, 5.9, 0.4, 2.6, 1.7, "scaler.unscale_(opt)  ÷ S\nthen clip · 然后裁剪\nclip_grad_norm_", SCALER)
     box(ax, 2.6, 0.4, 2.6, 1.7, "scaler.step(opt)\nskipped if inf / nan\n有 inf / nan 则跳过\nscaler.update()", SCALER)
-    arrow(ax, (10.2, 3.55), (10.2, 2.15))
-    arrow(ax, (9.15, 1.25), (8.55, 1.25))
+    arrow(ax, (10.2, 3.55), (10.2, 2.25))
+    arrow(ax, (8.9, 1.25), (8.55, 1.25))
     arrow(ax, (5.85, 1.25), (5.25, 1.25))
     arrow(ax, (2.55, 1.25), (1.1, 3.55), "update float32 weights\n更新 float32 权重", rad=-0.25, where=(-0.9, -0.3))
-    ax.text(5.6, -0.15, "S: the scale (65536 at first; halved after inf / nan) · S：缩放因子（开始为 65536；"
-            "出现 inf / nan 后减半）\nbfloat16 usually needs no scaler · bfloat16 通常不需要缩放器",
+    ax.text(5.6, -0.15, "S: the scale, 65536 at first; halved after an inf / nan, doubled after 2000 steps without one\n"
+            "S：缩放因子，开始为 65536；出现 inf / nan 后减半，连续 2000 步没有则加倍\n"
+            "bfloat16 usually needs no scaler · bfloat16 通常不需要缩放器",
             ha="center", va="top", fontsize=8.5)
-    ax.set_xlim(-0.2, 11.4)
-    ax.set_ylim(-1.0, 5.9)
+    ax.set_xlim(-0.2, 11.5)
+    ax.set_ylim(-1.3, 5.9)
     ax.axis("off")
     fig.tight_layout()
     return fig

@@ -30,13 +30,15 @@ def data_parallel(ax):
     box(ax, 0.2, 0.3, 9.6, 7.4, "", PROCESS)
     ax.text(0.45, 7.3, "1 Python process, 1 thread per GPU (one GIL)\n1 个 Python 进程，每块 GPU 1 个线程（共用 GIL）",
             fontsize=8.5, va="top")
-    box(ax, 3.5, 4.3, 3.0, 1.5, "GPU 0\nmodel · 模型\nbatch · 批次", GPU, weight="bold")
+    box(ax, 3.3, 4.1, 3.4, 1.9, "GPU 0\nmodel + replica 0\n模型 + 副本 0\nbatch · 批次", GPU, weight="bold")
     for i, x in enumerate((0.7, 7.3)):
         box(ax, x, 1.5, 2.0, 1.5, f"GPU {i + 1}\nreplica · 副本", GPU)
     # every step: replicate the model, scatter the batch, gather the outputs, all through GPU 0
-    arrow(ax, (3.6, 4.4), (1.9, 3.05), HOT, "① replicate, scatter\n复制模型，拆分批次", where=0.45, offset=(-0.9, 0.1))
-    arrow(ax, (6.4, 4.4), (8.1, 3.05), HOT, "① replicate, scatter\n复制模型，拆分批次", where=0.45, offset=(0.9, 0.1))
-    arrow(ax, (2.7, 2.25), (7.3, 2.25), HOT, "② gather outputs\n收集输出到 GPU 0", where=0.5, both=True)
+    arrow(ax, (3.4, 4.2), (1.9, 3.05), HOT, "① replicate, scatter\n复制模型，拆分批次", where=0.45, offset=(-0.9, 0.1))
+    arrow(ax, (6.6, 4.2), (8.1, 3.05), HOT, "① replicate, scatter\n复制模型，拆分批次", where=0.45, offset=(0.9, 0.1))
+    arrow(ax, (2.0, 1.5), (4.2, 4.05), HOT, rad=0.35)
+    arrow(ax, (8.0, 1.5), (5.8, 4.05), HOT, rad=-0.35)
+    ax.text(5.0, 2.25, "② gather outputs\n收集输出到 GPU 0", ha="center", va="center", fontsize=8.5, color=HOT)
     ax.text(5.0, 0.75, "every step · 每一步都要做\ngradients summed on GPU 0 · 梯度累加到 GPU 0",
             ha="center", va="center", fontsize=8.5, color=HOT)
 

@@ -5,9 +5,9 @@ from matplotlib.patches import FancyBboxPatch, Rectangle
 
 SIGN, EXPONENT, MANTISSA = "#f4cccc", "#cfe2f3", "#d9ead3"
 FORMATS = [  # name, exponent bits, mantissa bits, facts
-    ("float32", 8, 23, "max 3.4e38 · eps 1.2e-7 (≈7 digits · 位)"),
-    ("float16", 5, 10, "max 65504 · smallest 6e-8 · eps 9.8e-4 (≈3 digits · 位)"),
-    ("bfloat16", 8, 7, "max 3.4e38 · eps 7.8e-3 (≈2–3 digits · 位)"),
+    ("float32", 8, 23, "max 3.4e38 · eps 1.2e-7 (≈7 decimal digits · 约 7 位十进制有效数字)"),
+    ("float16", 5, 10, "max 65504 · smallest 6e-8 · eps 9.8e-4 (≈3 decimal digits · 约 3 位十进制有效数字)"),
+    ("bfloat16", 8, 7, "max 3.4e38 · eps 7.8e-3 (≈2–3 decimal digits · 约 2–3 位十进制有效数字)"),
 ]
 PROBLEMS = [
     ("① small updates vanish\n① 小的更新消失",

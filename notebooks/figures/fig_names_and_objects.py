@@ -76,7 +76,8 @@ def draw():
     ax.text(6.2, 1.55, "returned\n返回值", fontsize=9.5, va="center")
     arrow(ax, (7.0, 1.55), (7.78, 2.05))
     ax.text(9.2, 0.75, "same module, same Parameter objects;\ntheir data converted in place\n"
-            "同一个模块、同样的 Parameter 对象；\n它们的数据被原地转换",
+            "同一个模块、同样的 Parameter 对象；\n它们的数据被原地转换\n"
+            "(not to meta: new Parameters · 移到 meta 例外：新的 Parameter)",
             ha="center", va="center", fontsize=9.5, color="#2b8a3e")
 
     # colour key

@@ -32,8 +32,9 @@ def memory_path(ax):
     box(ax, 8.3, 1.0, 2.6, 1.4, "device memory\n设备内存", GPU, weight="bold")
     arrow(ax, (2.75, 1.7), (4.15, 1.7), "① staging copy, by the CPU\n① 暂存复制，由 CPU 完成")
     arrow(ax, (6.85, 1.7), (8.25, 1.7), "② DMA over PCIe / NVLink\n② 经 PCIe / NVLink 的 DMA")
-    ax.text(5.5, 0.75, "x.pin_memory() · DataLoader(pin_memory=True):\nthe data is already here, ① is skipped"
-            " · 数据已在这里，省去 ①", ha="center", va="top", fontsize=8.5)
+    ax.text(5.5, 0.75, "x.pin_memory() is ① itself, a blocking CPU copy · x.pin_memory() 就是 ①，一次阻塞的 CPU 复制\n"
+            "DataLoader(pin_memory=True, num_workers > 0) does it in its pin thread, off the training loop\n"
+            "DataLoader(pin_memory=True, num_workers > 0) 在它的锁页线程中完成 ①，不占用训练循环", ha="center", va="top", fontsize=8.5)
     ax.set_xlim(-1.6, 11.5)
     ax.set_ylim(-0.3, 3.4)
 
@@ -64,7 +65,7 @@ def timelines(ax):
              cpu=[(0, 0.5, "call\n调用", CPU_WORK), (0.5, 3.5, "waits for the copy · 等待复制", WAIT),
                   (4.0, 3.0, "next Python line · 下一行", CPU_WORK)],
              gpu=[(0.5, 3.5, "copy H→D · 复制", GPU), (4.2, 2.2, "model(x) kernels", GPU)],
-             notes=[("cpu", "the CPU idles during the copy\nCPU 在复制期间空等", BAD)])
+             notes=[("cpu", "the CPU waits (from pageable memory it\ndoes the staging copy ① itself)\nCPU 等待（源在可分页内存时，\n它亲自做暂存复制 ①）", BAD)])
     timeline(ax, 3.9, "x.to(device, non_blocking=True), x pinned · x 在锁页内存中",
              cpu=[(0, 0.5, "call\n调用", CPU_WORK), (0.5, 5.2, "goes on at once: next batch… · 立即继续：下一个批次…",
                                                     CPU_WORK)],
