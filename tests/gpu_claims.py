@@ -216,8 +216,10 @@ def adam_step_on_cuda_synchronises():
 
 @claim("7 · Hidden transfers synchronise too", ".numpy() on a CUDA tensor raises TypeError; it does not synchronise")
 def numpy_raises_on_cuda():
-    text = error_of(lambda: torch.ones(2, device="cuda").numpy(), TypeError)
-    return "cuda" in text, text
+    on_cuda = torch.ones(2, device="cuda")
+    text = error_of(on_cuda.numpy, TypeError)
+    waited = synchronises(lambda: error_of(on_cuda.numpy, TypeError))
+    return "cuda" in text and not waited, f"{text} (synchronised: {waited})"
 
 
 @claim("7 · Hidden transfers synchronise too",
@@ -494,6 +496,16 @@ def _milliseconds(shown, name):
     return float(re.search(rf": {re.escape(name)}: ([0-9.]+) ms", shown)[1])
 
 
+SYNCHRONISING = ["t[0].item()", "t.tolist()", "if t.sum() > 0:", "t[t > 0]", "torch.nonzero(t)", "t.cpu()", "print(t)",
+                 "pageable.to(device)"]
+NOT_SYNCHRONISING = ["t * 2", "t.max()", "pageable.to(device, non_blocking=True)"]
+
+
+def _synchronising(shown):
+    """Call → "True" / "False", as lesson 7's cell printed whether it synchronises."""
+    return dict(re.findall(r"^(.+?) +synchronises: (True|False)$", shown, re.M))
+
+
 def _launch_lines(shown):
     return [int(n) for n in re.findall(r"raised at line (\d+)", shown)]
 
@@ -503,11 +515,9 @@ SHOWN = {  # message key → lines its cell prints on a GPU, and a check of its 
     "gpu_shows_transfer_timings": [lambda shown: _milliseconds(shown, "pinned") < _milliseconds(shown, "pageable"),
                                    lambda shown: _milliseconds(shown, "non_blocking") < 0.8 * _milliseconds(shown, "blocking")],
     "gpu_shows_early_read": [r"read before synchronising, correct\? (True|False)", r"destination pinned by PyTorch: +True"],
-    "gpu_shows_hidden_syncs": [*(rf"{re.escape(call)} +synchronises: True" for call in (
-        "t[0].item()", "t.tolist()", "if t.sum() > 0:", "t[t > 0]", "torch.nonzero(t)", "t.cpu()", "print(t)",
-        "pageable.to(device)")),
-        *(rf"{re.escape(call)} +synchronises: False" for call in ("t * 2", "t.max()", "pageable.to(device, non_blocking=True)")),
-        r"t\.numpy\(\): TypeError"],
+    "gpu_shows_hidden_syncs": [lambda shown: _synchronising(shown) == {**dict.fromkeys(SYNCHRONISING, "True"),
+                                                                       **dict.fromkeys(NOT_SYNCHRONISING, "False")},
+                               r"t\.numpy\(\): TypeError"],
     "gpu_shows_autocast_table": [r"CUDA float16 table measured here: as listed"],
     "gpu_shows_bce_refused": [r"RuntimeError: torch\.nn\.functional\.binary_cross_entropy and torch\.nn\.BCELoss are unsafe to autocast\.",
                               r"with logits: torch\.float32"],

@@ -42,6 +42,33 @@ def test_every_cuda_only_lesson_cell_says_what_it_shows_on_a_gpu_and_has_a_claim
         assert linked.needs == ("2 cuda" if gpus >= 2 else "cuda"), key
 
 
+@pytest.mark.parametrize("key", sorted(gpu_claims.SHOWN))
+def test_each_line_a_claim_requires_is_in_its_cells_sentence(key):
+    """What the script requires a cell to print on a GPU is what the cell tells students it prints."""
+    sentence = catalogue()[key]["en"]
+    for expected in gpu_claims.SHOWN[key]:
+        if isinstance(expected, str):
+            assert re.search(expected, sentence), f"{key}: the sentence does not say {expected!r}"
+    for call in (gpu_claims.SYNCHRONISING + gpu_claims.NOT_SYNCHRONISING if key == "gpu_shows_hidden_syncs" else []):
+        assert f"`{call}`" in sentence, call
+
+
+def test_the_claims_read_what_the_lessons_print():
+    """The parsers behind the numeric claims, on the lines the cells print."""
+    timings = "cuda: pageable: 9.00 ms\ncuda: pinned: 5.00 ms\ncuda: blocking: 10.00 ms\ncuda: non_blocking: 5.50 ms\n"
+    [faster_pinned, overlapped] = gpu_claims.SHOWN["gpu_shows_transfer_timings"]
+    assert faster_pinned(timings) and overlapped(timings)
+    assert not overlapped(timings.replace("non_blocking: 5.50", "non_blocking: 9.50"))
+    [launch] = gpu_claims.SHOWN["gpu_shows_launch_blocking"]
+    assert launch("without CUDA_LAUNCH_BLOCKING: raised at line 6\nwith CUDA_LAUNCH_BLOCKING=1:  raised at line 4\n")
+    assert not launch("without CUDA_LAUNCH_BLOCKING: raised at line 4\nwith CUDA_LAUNCH_BLOCKING=1:  raised at line 4\n")
+    syncs = gpu_claims.SHOWN["gpu_shows_hidden_syncs"][0]
+    printed = "".join(f"{call:38} synchronises: True\n" for call in gpu_claims.SYNCHRONISING)
+    printed += "".join(f"{call:38} synchronises: False\n" for call in gpu_claims.NOT_SYNCHRONISING)
+    drifted = printed.replace(f"{'t * 2':38} synchronises: False", f"{'t * 2':38} synchronises: True")
+    assert syncs(printed) and drifted != printed and not syncs(drifted)
+
+
 def test_a_cuda_only_cell_prints_its_sentence_without_cuda(capsys):
     on_a_gpu("gpu_shows_ddp_two_gpus", gpus=2)
     printed = capsys.readouterr().out
