@@ -9,7 +9,7 @@ import pytest
 
 from autograder import classroom
 from autograder.glossary import terms
-from autograder.views import monolingual, to_traditional
+from autograder.views import answers_to_prompts, monolingual, to_traditional
 
 pytestmark = pytest.mark.unit  # `make test-fast`
 
@@ -79,6 +79,9 @@ def test_course_view_writes_copies(tmp_path):
     shown = re.findall(r"\]\((figures/[^)]+\.svg)\)", written.read_text("utf-8"))
     assert shown, "lesson 3 shows figures / 第 3 课展示图"
     assert all((written.parent / figure).is_file() for figure in shown), "the copy's figures are beside it"
+    view = nbformat.read(written, as_version=4)
+    assert answers_to_prompts(view) and not any(cell.outputs for cell in answers_to_prompts(view)), (
+        "no answer printed under a prompt / 提问下方不显示答案")
 
 
 def test_a_solved_notebook_viewed_in_traditional_chinese_is_still_gradable(tmp_path):
