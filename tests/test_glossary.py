@@ -18,7 +18,7 @@ REQUIRED = {"device": "设备", "tensor": "张量", "parameter": "参数", "buff
             # issue 13: the recurring terms a native reviewer found translated in several ways
             "batch": "批次", "namedtuple": "命名元组", "notebook": "notebook", "function argument": "实参",
             "epoch": "轮次", "out-of-place": "非原地", "host": "主机", "master weights": "主权重",
-            "running statistics": "运行统计量", "submodule": "子模块", "transfer": "传输", "copy": "复制", "rank": "rank"}
+            "running statistics": "滑动统计量", "submodule": "子模块", "transfer": "传输", "copy": "复制", "rank": "rank"}
 NOTEBOOKS = sorted([*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("source/*/*.ipynb"), *ROOT.glob("release/*/*.ipynb")])
 
 
