@@ -1,11 +1,14 @@
 """Monolingual copies of the bilingual notebooks, for students who prefer one language.
 
-Prose cells of the other language are dropped; 繁體 is converted from 简体 with OpenCC (s2twp), the
-glossary's Traditional terms overriding OpenCC's phrase choices. Code cells, answer cells and nbgrader
+Prose cells of the other language are dropped; 繁體 is converted from 简体 with OpenCC (s2twp), then
+made Taiwan usage by zh_hant.json (the words OpenCC leaves mainland, its known wrong conversions, 「」
+quotation marks), the glossary's Traditional terms overriding both. Code cells, answer cells and nbgrader
 metadata pass through untouched, so a graded notebook viewed in one language is still gradable.
 """
+import json
 import shutil
 from functools import cache
+from importlib import resources
 from pathlib import Path
 
 import nbformat
@@ -24,12 +27,23 @@ def _converter():
     return opencc.OpenCC("s2twp")
 
 
+@cache
+def _taiwan() -> list[tuple[str, str]]:
+    """zh_hant.json's replacements (Taiwan words, OpenCC's known errors, quotation marks), longest first."""
+    data = json.loads(resources.files(__package__).joinpath("zh_hant.json").read_text("utf-8"))
+    pairs = {**data["taiwan"], **data["fixes"], **data["quotes"]}
+    return sorted(pairs.items(), key=lambda pair: len(pair[0]), reverse=True)
+
+
 def to_traditional(text: str) -> str:
-    """简体 → 繁體 (Taiwan phrasing), with the glossary's terms as the glossary spells them."""
+    """简体 → 繁體 (Taiwan usage): OpenCC's s2twp, then zh_hant.json's Taiwan words and fixes, with the
+    glossary's terms as the glossary spells them (protected from both)."""
     glossary = sorted(terms(), key=lambda t: len(t["zh"]), reverse=True)  # longest first: 叶子张量 before 张量
     for index, term in enumerate(glossary):
         text = text.replace(term["zh"], f"{OPEN}{index}{CLOSE}")
     text = _converter().convert(text)
+    for mainland, taiwan in _taiwan():
+        text = text.replace(mainland, taiwan)
     for index, term in enumerate(glossary):
         text = text.replace(f"{OPEN}{index}{CLOSE}", term["zh-hant"])
     return text

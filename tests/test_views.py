@@ -52,7 +52,9 @@ def test_english_and_simplified_views_keep_the_text_as_written():
 def test_traditional_view_is_converted_and_follows_the_glossary():
     view = monolingual(nbformat.read(LESSON, as_version=4), "zh-hant")
     text = "\n".join(c.source for c in prose(view, "lang-zh"))
-    assert "參數" in text and "引數" not in text  # OpenCC alone would write 引數 for 参数
+    assert "參數" in text and to_traditional("参数") == "參數"  # OpenCC alone would write 引數 for 参数
+    for mainland in ["單元格", "當前", "“", "全域性", "行動數據"]:  # Taiwan usage (zh_hant.json), not OpenCC's
+        assert mainland not in text, mainland
     assert "緩衝區" in text and "裝置" in text
     for term in terms():
         if term["zh"] != term["zh-hant"]:
@@ -62,6 +64,24 @@ def test_traditional_view_is_converted_and_follows_the_glossary():
 def test_traditional_conversion_overrides_opencc_with_glossary_terms():
     assert to_traditional("参数和叶子张量") == "參數和葉子張量"
     assert to_traditional("默认的内存") == "預設的記憶體"  # OpenCC's own conversion still applies elsewhere
+
+
+@pytest.mark.parametrize("simplified, taiwan", [
+    ("在单元格里运行", "在儲存格裡執行"),            # Taiwan's word for a cell, and 裡 (inside), not 里 (a mile)
+    ("移动数据和改变精度都要花时间", "移動資料和改變精度都要花時間"),  # not 行動數據, "mobile data"
+    ("16 位激活值", "16 位激勵值"),                 # not 啟用值, "an enabled value"
+    ("全局设置", "全域設定"),
+    ("“已跳过”", "「已跳過」"),
+    ("函数返回一个列表", "函式傳回一個串列"),
+    ("当前设备", "目前裝置"),
+    ("针对当前构建所支持的", "針對目前的建置所支援的"),
+    ("抛出异常", "擲出例外"),
+    ("数据并行", "資料平行"),
+    ("做归一化，并为评估保存", "做歸一化，並為評估儲存"),
+    ("实参和轮次", "引數和訓練週期"),                # the glossary's Taiwan forms
+])
+def test_traditional_conversion_follows_taiwan_usage(simplified, taiwan):
+    assert to_traditional(simplified) == taiwan
 
 
 @pytest.mark.parametrize("term", terms(), ids=lambda t: t["zh"])
