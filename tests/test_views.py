@@ -75,10 +75,12 @@ def test_traditional_conversion_overrides_opencc_with_glossary_terms():
     ("函数返回一个列表", "函式傳回一個串列"),
     ("当前设备", "目前裝置"),
     ("针对当前构建所支持的", "針對目前的建置所支援的"),
-    ("抛出异常", "擲出例外"),
+    ("抛出异常", "拋出例外"),
     ("数据并行", "資料平行"),
     ("做归一化，并为评估保存", "做歸一化，並為評估儲存"),
     ("实参和轮次", "引數和訓練週期"),                # the glossary's Taiwan forms
+    ("不在 CPU 的列表里", "不在 CPU 的清單裡"),        # autocast's op lists are 清單; a Python list is 串列
+    ("不报错，却读到错误的数据", "不報錯，卻讀到錯誤的資料"),  # 報錯 stays: 出錯 would contradict the sentence
 ])
 def test_traditional_conversion_follows_taiwan_usage(simplified, taiwan):
     assert to_traditional(simplified) == taiwan
