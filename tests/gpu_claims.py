@@ -335,14 +335,6 @@ def float32_norms_refuse_16_bit_inputs_on_cuda():
 
 
 # ------------------------------------------------------------------ lesson 9 · several devices
-@claim("9 · Moving a model from one device to another", "Module.to('cuda:1') moves the same module in place",
-       needs="2 cuda")
-def module_moves_between_gpus():
-    model = nn.Linear(4, 2).to("cuda:0")
-    moved = model.to("cuda:1")
-    return moved is model and model.weight.device == torch.device("cuda:1"), f"weight on {model.weight.device}"
-
-
 @claim("9 · The current device", 'an unindexed "cuda" and .cuda() land on the current device, GPU 0 by default')
 def unindexed_cuda_is_the_current_device():
     seen = (torch.cuda.current_device(), torch.zeros(1, device="cuda").device, torch.zeros(1).cuda().device)
@@ -414,22 +406,6 @@ def cuda_matmul_checks_devices():
 MiB = 2**20
 
 
-@claim("10 · GPU memory", "memory_allocated counts live tensors, max_memory_allocated the peak, empty_cache "
-       "returns cached blocks")
-def memory_counters():
-    start = torch.cuda.memory_allocated()
-    torch.cuda.reset_peak_memory_stats()
-    block = torch.empty(256 * MiB, dtype=torch.uint8, device="cuda")
-    grew = torch.cuda.memory_allocated() - start
-    del block
-    peak = torch.cuda.max_memory_allocated() - start
-    cached = torch.cuda.memory_reserved() >= 256 * MiB
-    torch.cuda.empty_cache()
-    returned = torch.cuda.memory_reserved() < 256 * MiB
-    holds = grew == 256 * MiB and torch.cuda.memory_allocated() == start and peak == 256 * MiB and cached and returned
-    return holds, f"grew {grew // MiB} MiB, peak {peak // MiB} MiB, cached {cached}, returned {returned}"
-
-
 @claim("10 · GPU memory", "model.to('cpu') frees the parameters but Adam's CUDA state stays until it is moved too")
 def optimizer_state_keeps_gpu_memory():
     import gc
@@ -449,27 +425,6 @@ def optimizer_state_keeps_gpu_memory():
     freed_by_state = round((before - torch.cuda.memory_allocated()) / MiB)
     holds = freed >= 4 and state_on_gpu and freed_by_state >= 8
     return holds, f"model.to('cpu') freed {freed} MiB, state on CUDA: {state_on_gpu}, moving state freed {freed_by_state} MiB"
-
-
-@claim("10 · GPU memory", "an impossible allocation raises torch.OutOfMemoryError ('CUDA out of memory')")
-def out_of_memory_error():
-    text = error_of(lambda: torch.empty(2**50, dtype=torch.uint8, device="cuda"), torch.OutOfMemoryError)
-    return text.startswith("CUDA out of memory"), text[:80]
-
-
-@claim("10 · GPU memory", "set_sync_debug_mode('warn') warns when .item() synchronises")
-def sync_debug_mode_warns():
-    import warnings
-
-    y = torch.rand(1000, device="cuda")
-    torch.cuda.set_sync_debug_mode("warn")
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            y.max().item()
-    finally:
-        torch.cuda.set_sync_debug_mode("default")
-    return any("synchroniz" in str(w.message) for w in caught), f"{len(caught)} warning(s)"
 
 
 @claim("3 · Building a large model on `meta`; 10 · GPU memory", "to_empty allocates the whole model on the target device")

@@ -14,6 +14,11 @@ def tags(cell) -> set[str]:
     return set(cell.metadata.get("tags", []))
 
 
+def printed(cell) -> str:
+    """What a code cell printed (its stream outputs' text)."""
+    return "".join(output.get("text", "") for output in cell.get("outputs", []))
+
+
 def run_after_earlier_cells(path, index, probe_source):
     """The lesson's code cells before `index`, then `probe_source`, in a kernel of their own: the notebook
     run (errors kept as outputs) and the probe cell."""

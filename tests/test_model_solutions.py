@@ -9,13 +9,9 @@ import nbformat
 import pytest
 
 from autograder.messages import fingerprint
-from lessons import exercises, run_after_earlier_cells, solution_code
+from lessons import exercises, printed, run_after_earlier_cells, solution_code
 
 LESSONS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
-
-
-def printed(cell) -> str:
-    return "".join(output.get("text", "") for output in cell.get("outputs", []))
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda path: path.stem)

@@ -12,16 +12,13 @@ import pytest
 from autograder import checks, views
 from autograder.messages import fingerprint
 from autograder.practice import self_check
-from lessons import defined_names, exercises, solution_code, tags
+from lessons import defined_names, exercises, printed, solution_code, tags
 
 pytestmark = pytest.mark.unit  # `make test-fast`
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
-
-def printed(cell):
-    return "".join(output.get("text", "") for output in cell.get("outputs", []))
 
 
 @pytest.fixture(params=LESSONS, ids=lambda path: path.stem)
