@@ -31,7 +31,7 @@ ASSIGNMENTS := a1_tensor_to a2_module_to a3_precision_transfers a4_several_devic
 LESSONS := $(wildcard notebooks/*.ipynb)
 SOURCES := $(foreach a,$(ASSIGNMENTS),source/$(a)/$(a).ipynb)
 
-.PHONY: install test test-fast browser bubblewrap proxy demo report lab notebooks figures release student-bundle clean
+.PHONY: install test test-fast browser bubblewrap proxy demo report lab notebooks figures messages release student-bundle clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -104,6 +104,9 @@ notebooks: install  ## re-run lessons and solutions top to bottom, storing their
 
 figures: install  ## draw the lessons' figures (notebooks/figures/fig_*.py) into SVG; tests/test_figures.py compares
 	$(BIN)/python notebooks/figures/draw.py
+
+messages: install  ## messages.json's 繁體 forms (zh-hant) from its 简体 ones, after editing a zh (tests/test_messages.py checks)
+	$(BIN)/python -m autograder.views
 
 release: install  ## regenerate release/ from source/ with nbgrader (its gradebook kept out of the root)
 	mkdir -p build

@@ -1,11 +1,16 @@
 """The bilingual message catalogue: every text a test or grader shows lives in messages.json."""
 import json
+import os
 import re
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from pathlib import Path
 
 LANGUAGES = ("en", "zh")
+CATALOGUE = Path(__file__).with_name("messages.json")
+# The student's choice of Chinese script for the Chinese half of every message (README, "Variables"):
+# `zh-hant` shows messages.json's 繁體 forms; unset or anything else, 简体.
+CHINESE_SETTING = "COURSE_CHINESE"
 # terminal control sequences and control characters (but newline and tab) of text from a submission
 CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -22,13 +27,18 @@ class Bilingual:
 
 @cache
 def catalogue() -> dict:
-    return json.loads(resources.files(__package__).joinpath("messages.json").read_text("utf-8"))
+    return json.loads(CATALOGUE.read_text("utf-8"))
+
+
+def chinese_form() -> str:
+    """Which of an entry's Chinese forms this environment shows: `zh-hant` when COURSE_CHINESE asks for it."""
+    return "zh-hant" if os.environ.get(CHINESE_SETTING, "").strip().lower() == "zh-hant" else "zh"
 
 
 def text(key: str, **fields) -> Bilingual:
     """The message `key` with `fields` filled in; Bilingual fields fill in language by language."""
     entry = catalogue()[key]
-    return Bilingual(*(_fill(entry[lang], lang, fields) for lang in LANGUAGES))
+    return Bilingual(_fill(entry["en"], "en", fields), _fill(entry[chinese_form()], "zh", fields))
 
 
 def message(key: str, **fields) -> str:

@@ -2,11 +2,17 @@
 
 Prose cells of the other language are dropped; 繁體 is converted from 简体 with OpenCC (s2twp), then
 made Taiwan usage by zh_hant.json (the words OpenCC leaves mainland, its known wrong conversions, 「」
-quotation marks), the glossary's Traditional terms overriding both. Code cells, answer cells and nbgrader
-metadata pass through untouched, so a graded notebook viewed in one language is still gradable.
+quotation marks), the glossary's Traditional terms overriding both. In 繁體 the Chinese of code cells'
+comments and string literals is converted too, never their code, and only in cells nbgrader does not track:
+answer cells, nbgrader's cells and their metadata pass through untouched, so a graded notebook viewed in
+one language is still gradable. The message catalogue's 繁體 forms (messages.json's `zh-hant`) come from the
+same conversion (`make messages`).
 """
+import io
 import json
+import re
 import shutil
+import tokenize
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -49,6 +55,28 @@ def to_traditional(text: str) -> str:
     return text
 
 
+CHINESE = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef“”‘’]")
+
+
+def code_to_traditional(source: str) -> str:
+    """The Chinese of a code cell's comments and string literals in 繁體; the code itself unchanged. A cell
+    Python cannot tokenize (IPython syntax such as `!pip`) is left as it is."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return source
+    lines = source.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    # from the last token to the first, so that earlier offsets stay valid as lengths change
+    for token in reversed(tokens):
+        if token.type in (tokenize.COMMENT, tokenize.STRING) and CHINESE.search(token.string):
+            start, end = (starts[row - 1] + column for row, column in (token.start, token.end))
+            source = source[:start] + to_traditional(source[start:end]) + source[end:]
+    return source
+
+
 def monolingual(notebook, lang: str):
     """A copy of `notebook` with only `lang`'s prose."""
     keep = LANGUAGES[lang]
@@ -57,7 +85,11 @@ def monolingual(notebook, lang: str):
     for cell in view.cells:
         tagged = {t for t in cell.metadata.get("tags", []) if t in ("lang-en", "lang-zh")}
         if not tagged or len(tagged) > 1:
-            cells.append(cell)  # code, untagged cells, answer cells (tagged with both): untouched
+            # code, untagged cells, answer cells (tagged with both): untouched, but for the Chinese of the
+            # comments and strings of code cells that nbgrader does not track (their checksums stay)
+            if lang == "zh-hant" and cell.cell_type == "code" and "nbgrader" not in cell.metadata:
+                cell.source = code_to_traditional(cell.source)
+            cells.append(cell)
         elif tagged == {keep}:
             if lang == "zh-hant":
                 cell.source = to_traditional(cell.source)
@@ -91,6 +123,11 @@ def answers_to_prompts(notebook) -> list:
     return found
 
 
+def traditional_messages(catalogue: dict) -> dict:
+    """The message catalogue with each entry's `zh-hant`: its `zh` in 繁體 (Taiwan usage)."""
+    return {key: {**entry, "zh-hant": to_traditional(entry["zh"])} for key, entry in catalogue.items()}
+
+
 def write_views(paths, lang: str, out: Path) -> list[Path]:
     """Monolingual copies for students (lessons as `for_students` gives them), in `out/lang/`."""
     written = []
@@ -104,3 +141,10 @@ def write_views(paths, lang: str, out: Path) -> list[Path]:
             shutil.copytree(figures, target.parent / "figures", dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     return written
+
+
+if __name__ == "__main__":  # `make messages`: messages.json's zh-hant forms, again after any edit of a zh
+    from .messages import CATALOGUE
+
+    catalogue = json.loads(CATALOGUE.read_text("utf-8"))
+    CATALOGUE.write_text(json.dumps(traditional_messages(catalogue), indent=2, ensure_ascii=False) + "\n", "utf-8")

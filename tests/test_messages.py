@@ -3,7 +3,8 @@ import string
 
 import pytest
 
-from autograder.messages import Bilingual, catalogue, message, text
+from autograder.messages import CHINESE_SETTING, Bilingual, catalogue, message, text
+from autograder.views import to_traditional
 
 pytestmark = pytest.mark.unit  # `make test-fast`
 
@@ -14,7 +15,7 @@ KEYS = sorted(catalogue())
 @pytest.mark.parametrize("key", KEYS)
 def test_every_message_has_english_and_chinese(key):
     entry = catalogue()[key]
-    assert set(entry) == {"en", "zh"}, f"{key}: languages {sorted(entry)}"
+    assert set(entry) == {"en", "zh", "zh-hant"}, f"{key}: languages {sorted(entry)}"
     assert entry["en"].strip() and not CJK.search(entry["en"]), f"{key}: English text missing or not English"
     assert CJK.search(entry["zh"]), f"{key}: Chinese text missing or untranslated"
 
@@ -22,7 +23,35 @@ def test_every_message_has_english_and_chinese(key):
 @pytest.mark.parametrize("key", KEYS)
 def test_both_languages_use_the_same_fields(key):
     fields = {lang: {f for _, f, _, _ in string.Formatter().parse(t) if f} for lang, t in catalogue()[key].items()}
-    assert fields["en"] == fields["zh"], key
+    assert fields["en"] == fields["zh"] == fields["zh-hant"], key
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_traditional_form_is_the_conversion_of_the_simplified_one(key):
+    entry = catalogue()[key]
+    assert entry["zh-hant"] == to_traditional(entry["zh"]), (
+        f"{key}: messages.json's zh-hant is not its zh converted: run `make messages`\n"
+        f"{key}：messages.json 的 zh-hant 不是其 zh 的转换结果，请运行 `make messages`")
+
+
+def test_course_chinese_setting_shows_traditional_messages(monkeypatch):
+    monkeypatch.setenv(CHINESE_SETTING, "zh-Hant")
+    hint = text("dtype_hint_keep")
+    shown = text("wrong_dtype", what="w", expected="float32", found="float16", hint=hint)
+    assert shown.zh == catalogue()["wrong_dtype"]["zh-hant"].format(
+        what="w", expected="float32", found="float16", hint=catalogue()["dtype_hint_keep"]["zh-hant"])
+    assert shown.en == text("wrong_dtype", what="w", expected="float32", found="float16", hint=hint).en
+    assert "資料型別" in shown.zh and "数据类型" not in shown.zh
+
+
+@pytest.mark.parametrize("value", [None, "", "zh", "zh-hans", "traditional"])
+def test_messages_are_simplified_unless_traditional_is_asked_for(monkeypatch, value):
+    if value is None:
+        monkeypatch.delenv(CHINESE_SETTING, raising=False)
+    else:
+        monkeypatch.setenv(CHINESE_SETTING, value)
+    assert text("wrong_dtype", what="w", expected="a", found="b", hint="").zh == catalogue()["wrong_dtype"]["zh"].format(
+        what="w", expected="a", found="b", hint="")
 
 
 def test_message_is_english_line_then_chinese_line():

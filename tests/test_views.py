@@ -1,15 +1,18 @@
 """`course view`: monolingual copies that keep code, answers and nbgrader metadata untouched."""
+import io
+import json
 import re
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from autograder import classroom
+from autograder import bundle, classroom
 from autograder.glossary import terms
-from autograder.views import answers_to_prompts, monolingual, to_traditional
+from autograder.views import answers_to_prompts, code_to_traditional, monolingual, to_traditional
 
 pytestmark = pytest.mark.unit  # `make test-fast`
 
@@ -17,6 +20,8 @@ ROOT = classroom.ROOT
 LESSON = ROOT / "notebooks" / "03_module_to.ipynb"
 RELEASE = classroom.notebook_path(ROOT, "release", "a1_tensor_to")
 CJK = re.compile(r"[\u4e00-\u9fff]")
+NOTEBOOKS = bundle.student_notebooks(ROOT)  # the ten lessons and the four release notebooks
+ZH_HANT = json.loads((ROOT / "autograder" / "zh_hant.json").read_text("utf-8"))
 
 
 def prose(notebook, tag):
@@ -25,10 +30,17 @@ def prose(notebook, tag):
     return [c for c in notebook.cells if {tag} == {t for t in c.metadata.get("tags", []) if t.startswith("lang-")}]
 
 
+def code(source):
+    """A cell's code without its comments and string literals (what a 繁體 view may convert)."""
+    skipped = (tokenize.COMMENT, tokenize.STRING)
+    return [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type not in skipped]
+
+
 def untouched(notebook):
-    """Everything a view must leave alone: code cells, answer cells, nbgrader metadata, in order."""
-    return [(c.cell_type, c.source, c.metadata.get("nbgrader")) for c in notebook.cells
-            if c.cell_type == "code" or c.metadata.get("nbgrader", {}).get("solution")]
+    """Everything a view must leave alone, in order: the code cells and answer cells nbgrader tracks, with
+    their metadata, as they are; of every other code cell, the code."""
+    return [(c.cell_type, c.source, c.metadata["nbgrader"]) if "nbgrader" in c.metadata else code(c.source)
+            for c in notebook.cells if c.cell_type == "code" or c.metadata.get("nbgrader", {}).get("solution")]
 
 
 @pytest.mark.parametrize("path", [LESSON, RELEASE], ids=["lesson", "release"])
@@ -84,6 +96,38 @@ def test_traditional_conversion_overrides_opencc_with_glossary_terms():
 ])
 def test_traditional_conversion_follows_taiwan_usage(simplified, taiwan):
     assert to_traditional(simplified) == taiwan
+
+
+def test_traditional_code_cells_convert_comments_and_strings_only():
+    source = 'x = 1  # 数据 / data\nprint(f"参数 {x}", "设备")\ndef f():\n    """返回\n    数据"""\n'
+    converted = code_to_traditional(source)
+    assert converted == 'x = 1  # 資料 / data\nprint(f"參數 {x}", "裝置")\ndef f():\n    """傳回\n    資料"""\n'
+    assert code(converted) == code(source)
+    assert code_to_traditional('s = """数据') == 's = """数据'  # a cell Python cannot tokenize: as it is
+
+
+def test_traditional_view_leaves_cells_nbgrader_tracks_in_simplified():
+    original = nbformat.read(RELEASE, as_version=4)
+    view = monolingual(original, "zh-hant")
+    tracked = [c.source for c in view.cells if c.cell_type == "code" and "nbgrader" in c.metadata]
+    assert tracked == [c.source for c in original.cells if c.cell_type == "code" and "nbgrader" in c.metadata]
+    assert any(CJK.search(source) for source in tracked)
+
+
+def converted_text(view) -> str:
+    """What a 繁體 view converted: its Chinese prose and the code cells nbgrader does not track."""
+    converted = [c for c in view.cells if c.cell_type == "code" and "nbgrader" not in c.metadata]
+    return "\n".join(c.source for c in [*prose(view, "lang-zh"), *converted])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
+def test_traditional_view_has_no_known_wrong_conversion_or_mainland_word(path):
+    text = converted_text(monolingual(nbformat.read(path, as_version=4), "zh-hant"))
+    assert "# " in text and CJK.search(text)
+    for wrong in [*ZH_HANT["fixes"], *ZH_HANT["taiwan"], *ZH_HANT["quotes"]]:
+        assert wrong not in text, f"{path.name}: {wrong} in its 繁體 view"
+    simplified = {term["zh"] for term in terms() if term["zh"] != term["zh-hant"]}
+    assert not [word for word in simplified if word in text], f"{path.name}: 简体 terms left in the 繁體 view"
 
 
 @pytest.mark.parametrize("term", terms(), ids=lambda t: t["zh"])
