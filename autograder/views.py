@@ -3,10 +3,10 @@
 Prose cells of the other language are dropped; 繁體 is converted from 简体 with OpenCC (s2twp), then
 made Taiwan usage by zh_hant.json (the words OpenCC leaves mainland, its known wrong conversions, 「」
 quotation marks), the glossary's Traditional terms overriding both. In 繁體 the Chinese of code cells'
-comments and string literals is converted too, never their code, and only in cells nbgrader does not track:
-answer cells, nbgrader's cells and their metadata pass through untouched, so a graded notebook viewed in
-one language is still gradable. The message catalogue's 繁體 forms (messages.json's `zh-hant`) come from the
-same conversion (`make messages`).
+comments and string literals is converted too (never their code), and so is the Chinese of cells written in
+both languages (a prediction cell), but only in cells nbgrader does not track: answer cells, nbgrader's cells
+and their metadata pass through untouched, so a graded notebook viewed in one language is still gradable.
+The message catalogue's 繁體 forms (messages.json's `zh-hant`) come from the same conversion (`make messages`).
 """
 import io
 import json
@@ -85,10 +85,11 @@ def monolingual(notebook, lang: str):
     for cell in view.cells:
         tagged = {t for t in cell.metadata.get("tags", []) if t in ("lang-en", "lang-zh")}
         if not tagged or len(tagged) > 1:
-            # code, untagged cells, answer cells (tagged with both): untouched, but for the Chinese of the
-            # comments and strings of code cells that nbgrader does not track (their checksums stay)
-            if lang == "zh-hant" and cell.cell_type == "code" and "nbgrader" not in cell.metadata:
-                cell.source = code_to_traditional(cell.source)
+            # code, untagged cells, cells in both languages (answers, predictions) are kept; in 繁體 the
+            # Chinese of those nbgrader does not track is converted (tracked cells keep their checksums)
+            if lang == "zh-hant" and "nbgrader" not in cell.metadata:
+                convert = code_to_traditional if cell.cell_type == "code" else to_traditional
+                cell.source = convert(cell.source)
             cells.append(cell)
         elif tagged == {keep}:
             if lang == "zh-hant":
