@@ -481,6 +481,8 @@ SHOWN = {  # message key → lines its cell prints on a GPU, and a check of its 
     "gpu_shows_visible_renumber": [r"the child sees one GPU: True", r"its cuda:0 is our cuda:1: True"],
     "gpu_shows_random_streams": [r"same seed, same numbers on the CPU and on CUDA: False",
                                  r"a CPU generator for a CUDA tensor: RuntimeError: Expected a 'cuda' device type for generator but found 'cpu'"],
+    "gpu_shows_cuda_in_forked_worker": [r"a forked worker that creates a CUDA tensor: RuntimeError: Cannot re-initialize CUDA in forked "
+                                        r"subprocess\. To use CUDA with multiprocessing, you must use the 'spawn' start method"],
     "gpu_shows_current_device": [r"current device: 0", r'"cuda" resolves to cuda:0 and \.cuda\(\) to cuda:0'],
     "gpu_shows_ddp_two_gpus": [r"every rank loaded it onto its own device: True", r"running_mean of the whole batch: True",
                                r"parameters identical on all ranks: +True"],
