@@ -101,3 +101,16 @@ FACTS = {check.__name__: check for check in (in_place, returns, identity, dtype_
 @pytest.mark.parametrize("fact", FACTS)
 def test_pytorch_does_what_the_table_says(fact):
     FACTS[fact]()
+
+
+MPS_FLOAT64 = "Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64"
+
+
+def test_lesson_1_quotes_the_mps_float64_error_that_pytorch_expects():
+    """No MPS here: the message lesson 1 quotes is checked against PyTorch's own MPS tests, as installed."""
+    pytorch_tests = Path(torch.__file__).parent / "testing" / "_internal" / "common_methods_invocations.py"
+    assert MPS_FLOAT64 in pytorch_tests.read_text("utf-8")
+    lesson = nbformat.read(ROOT / "notebooks" / "01_devices.ipynb", as_version=4)
+    for language in ["lang-en", "lang-zh"]:
+        prose = " ".join(c.source.replace("\n", " ") for c in lesson.cells if language in c.metadata.get("tags", []))
+        assert f"TypeError: {MPS_FLOAT64}" in prose, language
