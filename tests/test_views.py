@@ -103,6 +103,9 @@ def test_traditional_conversion_overrides_opencc_with_glossary_terms():
     ("一个数据先用完的 rank", "一個資料先用完的 rank"),
     ("CPU 版构建中", "CPU 建置版本中"),
     ("在每台机器上", "在每台機器上"),
+    ("你自己的随机数生成器", "你自己的亂數產生器"),
+    ("由两个进程构造批次", "由兩個行程建構批次"),
+    ("每块 GPU 和两块 CUDA GPU", "每張 GPU 和兩張 CUDA GPU"),
 ])
 def test_traditional_conversion_follows_taiwan_usage(simplified, taiwan):
     assert to_traditional(simplified) == taiwan
