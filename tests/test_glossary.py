@@ -24,7 +24,7 @@ NOTEBOOKS = sorted([*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("source/*/*.ipyn
 
 def chinese_texts(path: Path) -> list[tuple[str, str]]:
     """(where, text) for every place of `path` that holds Chinese a reader sees: prose and code of a
-    notebook (comments and messages), the Chinese side of every message, the whole README."""
+    notebook (comments and messages), the Chinese side of every message, the whole README and the students' README."""
     if path.suffix == ".ipynb":
         return [(f"cell {index}", cell.source) for index, cell in enumerate(nbformat.read(path, as_version=4).cells)
                 if cell.cell_type == "code" or "lang-zh" in cell.metadata.get("tags", [])]
@@ -84,7 +84,8 @@ def test_the_right_words_are_not_flagged(right):
     assert wrong_words(right) == []
 
 
-@pytest.mark.parametrize("path", [*NOTEBOOKS, ROOT / "autograder" / "messages.json", ROOT / "README.md"],
+@pytest.mark.parametrize("path", [*NOTEBOOKS, ROOT / "autograder" / "messages.json", ROOT / "README.md",
+                                  ROOT / "deploy" / "student" / "README.md"],
                          ids=lambda path: str(path.relative_to(ROOT)))
 def test_no_chinese_text_uses_a_wrong_variant_or_a_calque(path):
     found = sorted({f"{where}: {wrong}" for where, text in chinese_texts(path) for wrong in wrong_words(text)})
