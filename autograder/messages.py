@@ -8,7 +8,7 @@ from pathlib import Path
 
 LANGUAGES = ("en", "zh")
 CATALOGUE = Path(__file__).with_name("messages.json")
-# The student's choice of Chinese script for the Chinese half of every message (README, "Variables"):
+# The student's choice of script for the Chinese half of every message (README, "Environment variables"):
 # `zh-hant` shows messages.json's 繁體 forms; unset or anything else, 简体.
 CHINESE_SETTING = "COURSE_CHINESE"
 # terminal control sequences and control characters (but newline and tab) of text from a submission
