@@ -63,9 +63,7 @@ from .kernel import refuse_tracing
 from .sandbox import SandboxedProvisioner
 
 NAME = "course-forked-provisioner"
-# torch._dynamo: every optimizer's step and zero_grad import it on first use (torch._disable_dynamo), about
-# 2 s and 800 modules (sympy among them) that each kernel and each verdict's test would otherwise import again
-PRELOADED = ("torch", "torch.nn", "torch.optim", "torch._dynamo", "numpy", "ipykernel.kernelapp", "autograder.checks",
+PRELOADED = ("torch", "torch.nn", "numpy", "ipykernel.kernelapp", "autograder.checks",
              "autograder.kernel", "autograder.probes", "autograder.simulate")
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
