@@ -40,7 +40,8 @@ def test_course_chinese_setting_shows_traditional_messages(monkeypatch):
     shown = text("wrong_dtype", what="w", expected="float32", found="float16", hint=hint)
     assert shown.zh == catalogue()["wrong_dtype"]["zh-hant"].format(
         what="w", expected="float32", found="float16", hint=catalogue()["dtype_hint_keep"]["zh-hant"])
-    assert shown.en == text("wrong_dtype", what="w", expected="float32", found="float16", hint=hint).en
+    assert shown.en == catalogue()["wrong_dtype"]["en"].format(
+        what="w", expected="float32", found="float16", hint=catalogue()["dtype_hint_keep"]["en"])
     assert "資料型別" in shown.zh and "数据类型" not in shown.zh
 
 
