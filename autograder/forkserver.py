@@ -63,8 +63,12 @@ from .kernel import refuse_tracing
 from .sandbox import SandboxedProvisioner
 
 NAME = "course-forked-provisioner"
-PRELOADED = ("torch", "torch.nn", "numpy", "ipykernel.kernelapp", "autograder.checks",
-             "autograder.kernel", "autograder.probes", "autograder.simulate")
+# torch._dynamo: every optimizer's step and zero_grad import it on first use (torch._disable_dynamo), about
+# 2 s and 800 modules (sympy among them) that each kernel and each verdict's test would otherwise import again.
+# A forked kernel's RSS counts these shared pages (about 400 MB with the CUDA build's torch), though its
+# cgroup is not charged for them: a sandbox's memory limit must be well above that (tests/test_sandbox.py).
+PRELOADED = ("torch", "torch.nn", "torch.optim", "torch._dynamo", "numpy", "ipykernel.kernelapp",
+             "autograder.checks", "autograder.kernel", "autograder.probes", "autograder.simulate")
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
 _CLONE_NEWNS, _CLONE_NEWCGROUP, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x20000, 0x2000000, 0x4000000, 0x8000000
