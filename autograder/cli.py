@@ -114,16 +114,16 @@ def grade_class(args) -> int:
         say(f"! {root.resolve()} is not a course folder with source/{args.assignment} and nbgrader_config.py.",
             f"! {root.resolve()} 不是包含 source/{args.assignment} 和 nbgrader_config.py 的课程目录。")
         return 2
+    config = settings.load(root)
     if args.no_sandbox:
         # logged here and by every kernel: submissions then run with all the rights of this user
-        os.environ[sandbox.NO_SANDBOX_VARIABLE] = "1"
+        config.Sandbox.enabled = False
         shown = text("sandbox_disabled")
         say(shown.en, shown.zh)
-    elif not sandbox.disabled() and sandbox.problem():
+    elif sandbox.enabled(config) and sandbox.problem():
         shown = text("sandbox_unavailable", reason=sandbox.problem())
         say(shown.en, shown.zh)
         return 2
-    config = settings.load(root)
     db_url = settings.gradebook_url(config)
     if not registered(db_url, args.assignment):
         print(message("not_registered", assignment=args.assignment, gradebook=db_url), flush=True)

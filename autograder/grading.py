@@ -263,11 +263,11 @@ class DecideGrades(NbGraderPreprocessor):
         job_path = os.path.join(folder, "job.json")  # read, then removed, before any test runs
         with open(job_path, "w", encoding="utf-8") as job:
             json.dump({"cells": cells, "timeout": timeout, "memory_bytes": self.memory_bytes,
-                       "cpu_seconds": self.cpu_seconds, "sandboxed": not sandbox.disabled()}, job)
+                       "cpu_seconds": self.cpu_seconds, "sandboxed": sandbox.enabled(self.config)}, job)
         reader, writer = os.pipe()
         box = process = None
         try:
-            if sandbox.disabled():
+            if not sandbox.enabled(self.config):
                 process = subprocess.Popen(verdict_command(writer, job_path), cwd=folder, env=sandbox.environment(), pass_fds=[writer],
                                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                            stderr=subprocess.DEVNULL, start_new_session=True)

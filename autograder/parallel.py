@@ -219,7 +219,7 @@ def _start_worker():
     # this worker forks its kernels from its own warm fork server (autograder/forkserver.py), each
     # into its own sandbox; without it, every kernel is a new process in a new sandbox
     if _api.config.GradingKernelManager.fork_server:
-        forkserver.prestart_for_autograde()
+        forkserver.prestart_for_autograde(_api.config)
 
 
 def _grade_one(job):

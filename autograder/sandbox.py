@@ -38,7 +38,8 @@ set-user-ID bits are cleared.
 `autograder.forkserver.ForkedKernelProvisioner` in `course grade`'s workers, which forks kernels from a
 warm server into sandboxes of the same shape. Where the sandbox cannot start (no bwrap, no user
 namespaces, not Linux), grading refuses to run unless the instructor explicitly turns the sandbox off:
-`course grade --no-sandbox`, or `COURSE_NO_SANDBOX=1` for plain nbgrader (logged on every kernel).
+`course grade --no-sandbox`, or `COURSE_NO_SANDBOX=1` for plain nbgrader (logged on every kernel). Both
+set one configuration value, `Sandbox.enabled`, which every part of grading reads from the Config it was given.
 """
 import functools
 import json
@@ -59,13 +60,14 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Bool
+from traitlets.config import Configurable
 
 from . import cgroups
 from .kernel import no_tracing_filter
 from .messages import message, printable
 
 NAME = "course-sandboxed-provisioner"
-NO_SANDBOX_VARIABLE = "COURSE_NO_SANDBOX"
+NO_SANDBOX_VARIABLE = "COURSE_NO_SANDBOX"  # read by nbgrader_config.py, into Sandbox.enabled
 BWRAP_VARIABLE = "COURSE_BWRAP"  # another bwrap than the one on PATH
 SANDBOX_UID = SANDBOX_GID = 65534  # the sandbox's own view: "nobody", whoever grades
 HOME = "/tmp/home"
@@ -92,9 +94,18 @@ class SandboxError(RuntimeError):
     """Grading refuses to start a kernel (the message is bilingual and says what to do)."""
 
 
-def disabled() -> bool:
-    """The instructor turned the sandbox off (`course grade --no-sandbox`, COURSE_NO_SANDBOX=1)."""
-    return os.environ.get(NO_SANDBOX_VARIABLE, "") not in ("", "0")
+class Sandbox(Configurable):
+    """Whether grading runs sandboxed: the kernels (SandboxedProvisioner, ForkedKernelProvisioner) and the
+    verdict (autograder.grading.DecideGrades). nbgrader_config.py sets it from COURSE_NO_SANDBOX for plain
+    nbgrader; `course grade --no-sandbox` sets it in the Config the command passes down."""
+
+    enabled = Bool(True, help="Run every grading kernel and verdict in its own sandbox. Off, submissions "
+                              "run with every right of the grading user (logged on every kernel).").tag(config=True)
+
+
+def enabled(config=None) -> bool:
+    """Whether `config` (an nbgrader or `course` command's Config) keeps the sandbox on: the default."""
+    return Sandbox(config=config).enabled
 
 
 def bwrap_command() -> str | None:
@@ -477,14 +488,15 @@ def make_safe(folder, links_before=None) -> list[str]:
 
 class SandboxedProvisioner(LocalProvisioner):
     """LocalProvisioner, except that the kernel runs in a bubblewrap sandbox and Jupyter reaches it
-    over Unix sockets. With the sandbox turned off (COURSE_NO_SANDBOX=1), LocalProvisioner itself."""
+    over Unix sockets. With the sandbox turned off (`Sandbox.enabled`, read from the kernel manager's
+    Config), LocalProvisioner itself."""
 
     sandbox = None
     killed = False  # by Jupyter (shutdown, time-out): its output is then no news
 
     @property
     def sandboxed(self) -> bool:
-        return not disabled()
+        return enabled(self.config)
 
     async def pre_launch(self, **kwargs):
         if not self.sandboxed:

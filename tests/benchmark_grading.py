@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from traitlets.config import Config
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from autograder import classroom, sandbox  # noqa: E402
 from autograder.sandbox import GradingKernelManager  # noqa: E402
@@ -46,10 +48,11 @@ def load() -> str:
 def floor_seconds(sandboxed: bool, forked: bool, repeats: int) -> float:
     """Median of: start a grading kernel, `import torch` in it, until the import has finished."""
     manager_class = type("Manager", (GradingKernelManager,), {"fork_server": forked})
-    os.environ[sandbox.NO_SANDBOX_VARIABLE] = "0" if sandboxed else "1"
+    config = Config({"Sandbox": {"enabled": sandboxed}})
+
     async def once():
         started = time.monotonic()
-        manager = manager_class(kernel_name="python3")
+        manager = manager_class(kernel_name="python3", config=config)
         await manager.start_kernel(cwd=work)
         client = manager.client()
         client.start_channels()

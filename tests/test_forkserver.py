@@ -16,6 +16,7 @@ import time
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
+from traitlets.config import Config
 
 from autograder import forkserver, sandbox
 
@@ -46,9 +47,9 @@ def start(kernel_specs, tmp_path):
     Kernels work in a fresh folder (never in a course folder, which the sandbox refuses)."""
     started = []
 
-    def start_kernel(kernel_name="forked", **kwargs):
+    def start_kernel(kernel_name="forked", config=None, **kwargs):
         kwargs.setdefault("cwd", str(tmp_path))
-        manager = KernelManager(kernel_name=kernel_name, kernel_spec_manager=kernel_specs)
+        manager = KernelManager(kernel_name=kernel_name, kernel_spec_manager=kernel_specs, config=config or Config())
         manager.start_kernel(**kwargs)
         client = manager.client()
         client.start_channels()
@@ -159,9 +160,10 @@ def test_without_a_fork_server_the_kernel_starts_the_usual_way(start, caplog):
 
 
 def test_with_the_sandbox_off_kernels_are_forked_unsandboxed(start, monkeypatch):
-    """`course grade --no-sandbox`: the fork server as before, adopted by this process, over TCP."""
-    monkeypatch.setenv(sandbox.NO_SANDBOX_VARIABLE, "1")
-    manager, client = start()
+    """`course grade --no-sandbox`: the fork server as before, adopted by this process, over TCP. The
+    setting comes from the kernel manager's Config, not from this process's environment."""
+    monkeypatch.delenv(sandbox.NO_SANDBOX_VARIABLE, raising=False)
+    manager, client = start(config=Config({"Sandbox": {"enabled": False}}))
     assert isinstance(manager.provisioner.process, forkserver.AdoptedProcess)
     assert manager.transport == "tcp" and manager.provisioner.sandbox is None
     assert evaluate(client, "__import__('os').getppid()") == os.getpid()
@@ -173,6 +175,7 @@ def test_server_and_kernels_end_with_the_grading_process(kernel_specs, tmp_path)
         import os, sys
         from jupyter_client.kernelspec import KernelSpecManager
         from jupyter_client.manager import KernelManager
+from traitlets.config import Config
         from autograder import forkserver
         manager = KernelManager(kernel_name="forked",
                                 kernel_spec_manager=KernelSpecManager(kernel_dirs={kernel_specs.kernel_dirs!r}))

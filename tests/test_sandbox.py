@@ -24,6 +24,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from traitlets.config import Config
+
 from autograder import classroom, sandbox
 from autograder.messages import fingerprint
 from autograder.sandbox import GradingKernelManager
@@ -572,3 +574,45 @@ def test_private_folders_of_dead_graders_are_removed(tmp_path):
         assert not stale.exists() and alive.exists() and not box.private.exists()
     finally:
         shutil.rmtree(stale, ignore_errors=True), shutil.rmtree(alive, ignore_errors=True)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("variable, on", [(None, True), ("0", True), ("1", False)])
+def test_the_course_config_turns_the_sandbox_off_only_when_told(tmp_path, monkeypatch, variable, on):
+    """COURSE_NO_SANDBOX is read once, by nbgrader_config.py, into the one setting every grader reads."""
+    from autograder import settings
+
+    (tmp_path / "nbgrader_config.py").write_text((classroom.ROOT / "nbgrader_config.py").read_text("utf-8"))
+    if variable is None:
+        monkeypatch.delenv(sandbox.NO_SANDBOX_VARIABLE, raising=False)
+    else:
+        monkeypatch.setenv(sandbox.NO_SANDBOX_VARIABLE, variable)
+    assert sandbox.enabled(settings.load(tmp_path)) is on
+    assert sandbox.enabled() and sandbox.enabled(Config())  # no setting: sandboxed
+
+
+@pytest.mark.unit
+def test_course_grade_no_sandbox_passes_the_setting_down_not_through_the_environment(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from autograder import cli, parallel
+
+    (tmp_path / "nbgrader_config.py").write_text((classroom.ROOT / "nbgrader_config.py").read_text("utf-8"))
+    (tmp_path / "source" / "a1").mkdir(parents=True)
+    monkeypatch.delenv(sandbox.NO_SANDBOX_VARIABLE, raising=False)
+    passed = []
+
+    def grade(root, assignment, jobs, config, *args, **kwargs):
+        passed.append(config)
+        return SimpleNamespace(graded=["ada"], seconds=0.0, unchanged=[], failed={}, logs=tmp_path)
+
+    monkeypatch.setattr(parallel, "grade", grade)
+    monkeypatch.setattr(cli, "registered", lambda *a: True)
+    monkeypatch.setattr(cli, "warn_not_on_roster", lambda *a: None)
+    monkeypatch.setattr(cli, "print_hand_grading", lambda *a: None)
+    assert cli.main(["grade", "a1", "--root", str(tmp_path), "--no-sandbox"]) == 0
+    assert not sandbox.enabled(passed[0])
+    assert sandbox.NO_SANDBOX_VARIABLE not in os.environ
+    monkeypatch.setattr(sandbox, "problem", lambda: None)  # as on a machine where the sandbox starts
+    assert cli.main(["grade", "a1", "--root", str(tmp_path)]) == 0
+    assert sandbox.enabled(passed[1])
