@@ -483,6 +483,7 @@ SHOWN = {  # message key → lines its cell prints on a GPU, and a check of its 
                                  r"a CPU generator for a CUDA tensor: RuntimeError: Expected a 'cuda' device type for generator but found 'cpu'"],
     "gpu_shows_cuda_in_forked_worker": [r"a forked worker that creates a CUDA tensor: RuntimeError: Cannot re-initialize CUDA in forked "
                                         r"subprocess\. To use CUDA with multiprocessing, you must use the 'spawn' start method"],
+    "gpu_shows_side_stream_prefetch": [r"prefetched on a side stream, the same outputs as batch by batch: True"],
     "gpu_shows_current_device": [r"current device: 0", r'"cuda" resolves to cuda:0 and \.cuda\(\) to cuda:0'],
     "gpu_shows_ddp_two_gpus": [r"every rank loaded it onto its own device: True", r"running_mean of the whole batch: True",
                                r"parameters identical on all ranks: +True"],
