@@ -175,7 +175,6 @@ def test_server_and_kernels_end_with_the_grading_process(kernel_specs, tmp_path)
         import os, sys
         from jupyter_client.kernelspec import KernelSpecManager
         from jupyter_client.manager import KernelManager
-from traitlets.config import Config
         from autograder import forkserver
         manager = KernelManager(kernel_name="forked",
                                 kernel_spec_manager=KernelSpecManager(kernel_dirs={kernel_specs.kernel_dirs!r}))
