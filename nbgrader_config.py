@@ -75,11 +75,11 @@ c.Validator.width = 500
 # Each sandbox is also bounded as a whole where cgroups can be made (README, "A kernel bounded as a
 # whole"): all its processes together, shared memory and threads included. Keep jobs × this memory
 # below the machine's.
-from autograder.sandbox import use_for_nbgrader  # noqa: E402
+from autograder.sandbox import NO_SANDBOX_VARIABLE, use_for_nbgrader  # noqa: E402
 
 use_for_nbgrader(group_memory_bytes=6 * 2**30, group_processes=512)
 # COURSE_NO_SANDBOX=1 turns it off for every nbgrader command (`course grade --no-sandbox` sets the same value)
-c.Sandbox.enabled = os.environ.get("COURSE_NO_SANDBOX", "") in ("", "0")
+c.Sandbox.enabled = os.environ.get(NO_SANDBOX_VARIABLE, "") in ("", "0")
 # Each grading kernel is forked into its sandbox from a warm fork server that has imported torch once
 # (autograder/forkserver.py), as the verdicts are: about 2.5 s less per submission than a new process.
 # `nbgrader autograde A --GradingKernelManager.fork_server=False` starts every kernel as a new process.

@@ -576,13 +576,20 @@ def test_private_folders_of_dead_graders_are_removed(tmp_path):
         shutil.rmtree(stale, ignore_errors=True), shutil.rmtree(alive, ignore_errors=True)
 
 
+@pytest.fixture
+def configured_folder(tmp_path):
+    """A folder holding only this repository's nbgrader_config.py."""
+    (tmp_path / "nbgrader_config.py").write_text((classroom.ROOT / "nbgrader_config.py").read_text("utf-8"))
+    return tmp_path
+
+
 @pytest.mark.unit
 @pytest.mark.parametrize("variable, on", [(None, True), ("0", True), ("1", False)])
-def test_the_course_config_turns_the_sandbox_off_only_when_told(tmp_path, monkeypatch, variable, on):
+def test_the_course_config_turns_the_sandbox_off_only_when_told(configured_folder, monkeypatch, variable, on):
     """COURSE_NO_SANDBOX is read once, by nbgrader_config.py, into the one setting every grader reads."""
     from autograder import settings
 
-    (tmp_path / "nbgrader_config.py").write_text((classroom.ROOT / "nbgrader_config.py").read_text("utf-8"))
+    tmp_path = configured_folder
     if variable is None:
         monkeypatch.delenv(sandbox.NO_SANDBOX_VARIABLE, raising=False)
     else:
@@ -592,12 +599,12 @@ def test_the_course_config_turns_the_sandbox_off_only_when_told(tmp_path, monkey
 
 
 @pytest.mark.unit
-def test_course_grade_no_sandbox_passes_the_setting_down_not_through_the_environment(tmp_path, monkeypatch):
+def test_course_grade_no_sandbox_passes_the_setting_down_not_through_the_environment(configured_folder, monkeypatch):
     from types import SimpleNamespace
 
     from autograder import cli, parallel
 
-    (tmp_path / "nbgrader_config.py").write_text((classroom.ROOT / "nbgrader_config.py").read_text("utf-8"))
+    tmp_path = configured_folder
     (tmp_path / "source" / "a1").mkdir(parents=True)
     monkeypatch.delenv(sandbox.NO_SANDBOX_VARIABLE, raising=False)
     passed = []
