@@ -488,6 +488,9 @@ SHOWN = {  # message key → lines its cell prints on a GPU, and a check of its 
     "gpu_shows_current_device": [r"current device: 0", r'"cuda" resolves to cuda:0 and \.cuda\(\) to cuda:0'],
     "gpu_shows_ddp_two_gpus": [r"every rank loaded it onto its own device: True", r"running_mean of the whole batch: True",
                                r"parameters identical on all ranks: +True"],
+    "gpu_shows_ddp_split_model": [r"device_ids=\[0\] for a model on two GPUs: ValueError: DistributedDataParallel device_ids and output_device "
+                                  r"arguments only work with single-device/multiple-device GPU modules or CPU modules",
+                                  r"output on: cuda:1", r"each gradient on its parameter's device: True"],
     "gpu_shows_module_between_gpus": [r"returns the same module: True", r"weight on cuda:1: True"],
     "gpu_shows_mismatch_messages": [r"nn\.Linear: RuntimeError: Expected all tensors to be on the same device, but got mat1 is on "
                                     r"cpu, different from other tensors on cuda:0 \(when checking argument in method wrapper_CUDA_addmm\)",
