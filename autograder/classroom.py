@@ -58,6 +58,11 @@ def solution_code(cell) -> str:
     return "\n".join(line for line in cell.source.splitlines() if not SOLUTION_MARKER.match(line))
 
 
+def natural_order(name: str) -> list:
+    """mistakes-2 before mistakes-10: the numbers in a name compare as numbers."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)]
+
+
 def grade_id(cell) -> str | None:
     return cell.metadata.get("nbgrader", {}).get("grade_id")
 

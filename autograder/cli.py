@@ -1,11 +1,10 @@
 """`course`: the instructor's command line."""
 import argparse
 import os
-import re
 import sys
 from pathlib import Path
 
-from . import classroom, sandbox, settings
+from . import classroom, insights, sandbox, settings
 from .messages import Bilingual, message, text
 
 
@@ -14,7 +13,17 @@ def demo(args) -> int:
     graded = grade_corpus_class(args)
     print_scores(graded)
     print_diagnostics(graded)
+    page, _ = insights.write(graded.root, graded.assignment, graded.root / "insights")
+    say(f"What the class got wrong: {page}", f"全班错在哪里：{page}")
     return finish(graded)
+
+
+def class_insights(args) -> int:
+    """Per exercise, how many students hit each diagnostic, as a bilingual page and a CSV."""
+    root = Path(args.root).resolve()
+    page, table = insights.write(root, args.assignment, Path(args.out) if args.out else root / "insights")
+    say(f"What the class got wrong: {page} (and {table})", f"全班错在哪里：{page}（以及 {table}）")
+    return 0
 
 
 def report(args) -> int:
@@ -53,7 +62,7 @@ def print_scores(graded):
     column = max([12, *(len(c.removeprefix("test_")) + 1 for c in cells)])
     print()
     print("student".ljust(width) + " ".join(c.removeprefix("test_").ljust(column) for c in cells) + " total")
-    rows = [("max", maximum), *sorted(graded.scores.items(), key=lambda item: natural_order(item[0]))]
+    rows = [("max", maximum), *sorted(graded.scores.items(), key=lambda item: classroom.natural_order(item[0]))]
     for student, grades in rows:
         row = " ".join(f"{grades.get(c, 0):g}".ljust(column) for c in cells)
         print(student.ljust(width) + row + f" {sum(grades.get(c, 0) for c in cells):g}")
@@ -61,11 +70,6 @@ def print_scores(graded):
     print(message("demo_hand_points", autograded=sum(maximum.values()), hand=sum(hand.values()),
                   cells=", ".join(hand), total=sum(maximum.values()) + sum(hand.values())))
     print()
-
-
-def natural_order(name: str) -> list:
-    """mistakes-2 before mistakes-10: the numbers in a name compare as numbers."""
-    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)]
 
 
 def print_diagnostics(graded):
@@ -344,6 +348,13 @@ def main(argv=None) -> int:
                            help="the shards' course folders / 各片的课程目录")
     run_merge.add_argument("--root", default=".", help="course folder to merge into / 合并到的课程目录")
     run_merge.set_defaults(run=merge)
+    run_insights = commands.add_parser("insights", help="what the class got wrong, per exercise and diagnostic / "
+                                                        "全班错在哪里：按练习和诊断信息统计")
+    run_insights.add_argument("assignment")
+    run_insights.add_argument("--root", default=".", help="course folder / 课程目录")
+    run_insights.add_argument("--out", help="folder for the page and the CSV (default: ROOT/insights) / "
+                                            "页面和 CSV 所在目录（默认：ROOT/insights）")
+    run_insights.set_defaults(run=class_insights)
     run_view = commands.add_parser("view", help="monolingual copies of notebooks / 生成单语版本的笔记本")
     run_view.add_argument("--lang", required=True, choices=["en", "zh", "zh-hant"])
     run_view.add_argument("--out", default="views", help="folder for the copies / 副本所在目录")

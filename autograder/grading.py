@@ -247,7 +247,11 @@ class DecideGrades(NbGraderPreprocessor):
         for cell in nb.cells:
             if is_test_cell(cell):
                 grade_id = cell.metadata.nbgrader["grade_id"]
-                cell.outputs = decided_outputs(records.get(grade_id), own_error(cell))
+                record, kernel_error = records.get(grade_id), own_error(cell)
+                cell.outputs = decided_outputs(record, kernel_error)
+                cell.metadata.pop(DIAGNOSIS, None)  # never the submission's own
+                if found := diagnosis(record, kernel_error):
+                    cell.metadata[DIAGNOSIS] = found
         return nb, resources
 
     def cell_timeout(self) -> int:
@@ -348,6 +352,21 @@ def own_error(cell) -> str | None:
         if output.get("output_type") == "stream" and output.get("name") == "stderr":
             return str(output.get("text", ""))
     return None
+
+
+DIAGNOSIS = "course_diagnosis"  # test-cell metadata of an autograded notebook: what `course insights` counts
+
+
+def diagnosis(record, kernel_error) -> dict:
+    """The message keys of why a test cell lost its points ({} when it kept them), from the grader's
+    records only: the verdict's key and hint (checked against the catalogue there), else why there was
+    no verdict, else the kernel's own failure."""
+    if record is None:
+        return {"key": "verdict_missing"}
+    if record.get("passed") is not True:
+        found = {"key": str(record.get("key") or "verdict_failed")}
+        return found | ({"hint": str(record["hint"])} if record.get("hint") else {})
+    return {"key": "own_run_failed"} if kernel_error is not None else {}
 
 
 def decided_outputs(record, kernel_error) -> list:

@@ -287,7 +287,7 @@ def run_test(cell, namespace, timeout, left_out) -> dict:
         result = json.loads(received)
         if result["passed"] is True:
             return {"passed": True}
-        return {"passed": False, "message": render(result, cell["source"])}
+        return {"passed": False, "message": render(result, cell["source"]), **diagnosis(result)}
     except (ValueError, KeyError, TypeError, AttributeError):
         return {"passed": False, "key": "kernel_died"}  # it ended without a result: exit, crash, limit
 
@@ -408,6 +408,19 @@ def render(result, source) -> str:
         return message(key, **shown)
     except (KeyError, IndexError, ValueError, AttributeError):
         return message("verdict_failed")
+
+
+def diagnosis(result) -> dict:
+    """The message key of a test's failure and of its hint, each only if it is one of the catalogue's:
+    what `course insights` counts (the grader stores them with the test cell)."""
+    from .messages import catalogue
+
+    key, fields = result.get("key"), result.get("fields") or {}
+    if not isinstance(key, str) or key not in catalogue() or not isinstance(fields, dict):
+        return {"key": "verdict_failed"}
+    hint = fields.get("hint")
+    hint = hint.get("text") if isinstance(hint, dict) and len(hint) == 1 else None
+    return {"key": key, **({"hint": hint} if isinstance(hint, str) and hint in catalogue() else {})}
 
 
 def _field(name, item, words, text):

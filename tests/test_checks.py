@@ -957,3 +957,128 @@ def test_a_norm_that_keeps_float32_output_is_named_before_the_next_layer_raises(
     x = torch.randn(5, 2, 4, device=device, dtype=torch.float16)
     shown, _ = failure("wrong_dtype", checks.assert_16_bit_forward, model, x, torch.float16, "model(x)")
     assert shows(shown, "dtype_hint_norm_output") and "BatchNorm1d" in shown
+
+
+# ------------------------------------------------------------------ what `make mutation` found unpinned
+# Each test below kills mutants of checks.py that survived the run of 2026-12-02: a field of a diagnostic
+# that could go missing, a boundary, a helper with no unit test at all (assert_modes, assert_rows_of).
+
+def test_call_names_a_notimplementederror_with_a_message_as_what_it_raised():
+    def not_here():
+        raise NotImplementedError("float8 is not supported on this device\nsee the docs")
+
+    fails_showing("raised", dict(what="f()", error="NotImplementedError: float8 is not supported on this device"),
+                  checks.call, "f()", not_here)
+
+
+def test_two_equal_values_are_a_fill_not_random_values():
+    fails_showing("not_random", dict(what="w", value="5"), checks.assert_random, torch.full((2,), 5.0), "w")
+
+
+def test_a_fixed_tensor_also_registered_under_another_name_is_saved():
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mask = torch.ones(2)
+            self.register_buffer("saved_mask", self.mask)  # the very same tensor, in state_dict() as "saved_mask"
+
+    fails_showing("persistent_buffer", dict(what="m", name="mask"), checks.assert_fixed_tensor, Layer(), "mask", "m")
+
+
+def test_amp_gradients_name_the_parameter_that_is_furthest_off():
+    raw = {"weight": torch.tensor([[1.0, 0.0]]), "bias": torch.tensor([0.0])}
+    off = {"weight": torch.tensor([[0.9, 0.0]]), "bias": torch.tensor([0.5])}  # bias is off most; weight is larger
+    fails_showing("stale_gradients", dict(what="s", diff="0.5", name="bias"), checks.assert_amp_gradients,
+                  with_gradients(off), raw, 1024.0, 50.0, "s")
+
+
+def test_amp_gradients_see_an_unscaled_backward_at_any_scale_but_one():
+    fails_showing("amp_unscaled_backward", dict(what="s", scale="2"), checks.assert_amp_gradients,
+                  with_gradients({n: g / 2 for n, g in RAW.items()}), RAW, 2.0, 50.0, "s")
+
+
+def test_a_16_bit_forward_names_the_call_when_the_model_raises_or_returns_float32():
+    class Raises(nn.Module):
+        def forward(self, x):
+            raise RuntimeError("no kernel for this dtype")
+
+    fails_showing("raised", dict(what="model(x)", error="RuntimeError: no kernel for this dtype"),
+                  checks.assert_16_bit_forward, Raises(), torch.ones(2, dtype=torch.float16), torch.float16, "model(x)")
+    fed_then_raises = nn.Sequential(nn.LayerNorm(2), Raises())  # the norm computed on 16 bits: the likely cause
+    shown, fields = failure("norm_fed_16_bit", checks.assert_16_bit_forward, fed_then_raises,
+                            torch.ones(3, 2, dtype=torch.float16), torch.float16, "model(x)")
+    assert fields["what"] == "model(x)"
+    widened = nn.Sequential(nn.Identity())
+    widened.register_forward_hook(lambda m, args, out: out.float())  # no norm at all, yet float32 comes back
+    fails_showing("wrong_dtype", dict(what="model(x)", expected=torch.float16, found=torch.float32,
+                                      hint=text("dtype_hint_norm_output")),
+                  checks.assert_16_bit_forward, widened, torch.ones(2, dtype=torch.float16), torch.float16, "model(x)")
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int64, torch.bool], ids=str)
+def test_an_ndarray_keeps_every_dtype_numpy_has(dtype):
+    t = (torch.arange(6.0) / 3).reshape(2, 3).to(dtype)
+    checks.assert_ndarray(t.numpy(), t, "a")
+
+
+def test_audit_names_what_it_got_and_why_a_missed_tensor_of_each_kind_counts(device):
+    model, batch, expected = audited(device)
+    fails_showing("audit_not_names", dict(what="audit()", found="set"),
+                  checks.assert_audit, set(expected), expected, model, batch, "audit()")
+    fails_showing("audit_not_names", dict(what="audit()", found=repr([model.scale])[:120]),
+                  checks.assert_audit, [model.scale], expected, model, batch, "audit()")
+    other = model.scale.device
+    model.mean = torch.zeros(2, device=other)                        # a plain attribute of the model itself
+    model.head = nn.Linear(2, 2, device=other)                       # parameters on the other device
+    batch["ids"] = torch.arange(2, device=other)                     # an integer tensor, missed for its device
+    expected = expected + ["mean", "head.weight", "head.bias", "batch['ids']"]
+    for missed, hint in [("mean", "audit_hint_attribute"), ("head.weight", "audit_hint_rule"),
+                         ("batch['ids']", "audit_hint_rule")]:
+        tensor = {"mean": model.mean, "head.weight": model.head.weight, "batch['ids']": batch["ids"]}[missed]
+        fails_showing("audit_missed", dict(what="audit()", name=missed, device=tensor.device, dtype=tensor.dtype,
+                                           hint=text(hint)),
+                      checks.assert_audit, [n for n in expected if n != missed], expected, model, batch, "audit()")
+
+
+def test_a_stripped_state_dict_that_lost_a_key_says_it_is_missing():
+    state = OrderedDict([("module.a", torch.ones(1)), ("module.b", torch.zeros(1))])
+    before = list(state.items())
+    fails_showing("prefix_key", dict(what="strip()", name="module.b", expected="b", found=text("kind_missing")),
+                  checks.assert_stripped, {"a": state["module.a"]}, state, before, "strip()")
+
+
+def test_a_rank_zero_checkpoint_in_another_dtype_names_the_key(tmp_path):
+    state = nn.Linear(2, 1).state_dict()
+    torch.save({k: v.half() for k, v in state.items()}, tmp_path / "ckpt.pt")
+    fails_showing("wrong_dtype", dict(what="save(rank=0): weight", expected=torch.float32, found=torch.float16,
+                                      hint=text("dtype_hint_keep")),
+                  checks.assert_rank_zero_checkpoint, tmp_path / "ckpt.pt", 0, state, "save(rank=0)")
+
+
+def test_sampled_indices_name_the_call_when_the_sampler_raises():
+    class Broken:
+        def __iter__(self):
+            raise ValueError("num_replicas must be positive")
+
+    fails_showing("raised", dict(what="make_sampler()", error="ValueError: num_replicas must be positive"),
+                  checks.sampled_indices, Broken(), 10, "make_sampler()")
+
+
+def test_modes_must_be_those_the_caller_left():
+    model = nn.Sequential(nn.Linear(2, 2), nn.Dropout()).eval()
+    checks.assert_modes(model, False, "predict(model, x)")
+    model[1].train()
+    fails_showing("mode_changed", dict(what="predict(model, x)", name="model.1", expected="eval()", found="train()"),
+                  checks.assert_modes, model, False, "predict(model, x)")
+    fails_showing("mode_changed", dict(what="step(model)", name="model", expected="train()", found="eval()"),
+                  checks.assert_modes, nn.Sequential(nn.Linear(2, 2)).eval(), True, "step(model)")
+
+
+def test_rows_must_be_rows_of_the_table_each_at_most_once():
+    table = torch.arange(12.0).reshape(4, 3)
+    checks.assert_rows_of(table[[2, 0, 3]], table, "rows")  # shuffled, one dropped: fine
+    fails_showing("rows_not_from_dataset", dict(what="rows"), checks.assert_rows_of, table[[0, 0, 1]], table, "rows")
+    fails_showing("rows_not_from_dataset", dict(what="rows"), checks.assert_rows_of, table[:2] + 0.5, table, "rows")
+    fails_showing("wrong_shape", dict(what="rows", expected=("N", 3), found=(4, 2)), checks.assert_rows_of,
+                  table[:, :2], table, "rows")
+    fails_showing("not_a_tensor", dict(what="rows", found="list"), checks.assert_rows_of, table.tolist(), table, "rows")

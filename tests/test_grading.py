@@ -12,7 +12,7 @@ import nbformat
 import pytest
 
 from autograder import classroom
-from autograder.cli import natural_order
+from autograder.classroom import natural_order
 from autograder.feedback import HideHiddenTests
 from autograder.messages import shows
 

@@ -1,0 +1,227 @@
+"""What the class got wrong: per exercise, how many students hit each diagnostic of the catalogue.
+
+`course insights ASSIGNMENT` reads the graded class: the gradebook's points, and the test cells of the
+autograded notebooks, where the grader (`grading.DecideGrades`, never the submission) stored the
+message keys of each failure. It writes a bilingual HTML page with a bar chart per exercise (inline
+SVG: it reads offline) and a CSV of the same counts. Counted by message key, so the numbers are the
+same in both languages; each diagnostic names the lesson section that teaches the point
+(`teaches.json`). Student ids are the only text on the page that does not come from the course, and
+they are escaped.
+"""
+import csv
+import html
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import nbformat
+
+from . import settings
+from .classroom import natural_order
+from .grading import DIAGNOSIS
+from .messages import catalogue, text
+
+LESSONS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+@dataclass
+class Exercise:
+    """One autograded test cell of the assignment, and why students lost its points."""
+    grade_id: str
+    points: float
+    graded: list = field(default_factory=list)   # students with a grade for this cell
+    full: list = field(default_factory=list)     # ... who got all its points
+    causes: dict = field(default_factory=lambda: defaultdict(list))  # (key, hint) → students
+
+    def ranked(self):
+        """(key, hint, students), the most frequent first."""
+        return sorted(((key, hint, students) for (key, hint), students in self.causes.items()),
+                      key=lambda item: (-len(item[2]), item[0], item[1] or ""))
+
+
+def read_class(root: Path, assignment: str) -> list[Exercise]:
+    """Every autograded test cell of `assignment` in the course folder `root`, with its causes."""
+    from nbgrader.api import Gradebook
+    from nbgrader.coursedir import CourseDirectory
+
+    config = settings.load(root)
+    folders = CourseDirectory(config=config)
+    exercises = {}
+    with Gradebook(settings.gradebook_url(config)) as gradebook:
+        for notebook in gradebook.find_assignment(assignment).notebooks:
+            for cell in notebook.grade_cells:
+                if cell.cell_type == "code":
+                    exercises[cell.name] = Exercise(cell.name, cell.max_score)
+        for submission in sorted(gradebook.assignment_submissions(assignment), key=lambda s: natural_order(s.student_id)):
+            student = submission.student_id
+            for notebook in submission.notebooks:
+                path = Path(folders.format_path(folders.autograded_directory, student, assignment)) / f"{notebook.name}.ipynb"
+                shown = stored_diagnoses(path)
+                for grade in notebook.grades:
+                    exercise = exercises.get(grade.name)
+                    if exercise is None or grade.auto_score is None:
+                        continue
+                    exercise.graded.append(student)
+                    if grade.score >= grade.max_score:
+                        exercise.full.append(student)
+                    else:
+                        found = shown.get(grade.name, {})
+                        exercise.causes[(found.get("key", "verdict_missing"), found.get("hint"))].append(student)
+    return list(exercises.values())
+
+
+def stored_diagnoses(path: Path) -> dict[str, dict]:
+    """grade id → the message keys the grader stored with that test cell of an autograded notebook."""
+    if not path.exists():
+        return {}
+    found = {}
+    for cell in nbformat.read(path, as_version=4).cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        stored = cell.metadata.get(DIAGNOSIS)
+        if grade_id and isinstance(stored, dict) and stored.get("key") in catalogue():
+            found[grade_id] = {"key": stored["key"], "hint": stored.get("hint") if stored.get("hint") in catalogue() else None}
+    return found
+
+
+@cache
+def teaches() -> dict:
+    return json.loads((Path(__file__).with_name("teaches.json")).read_text("utf-8"))
+
+
+def section(key, hint) -> dict | None:
+    """Where the lesson teaches the point of a diagnostic: its hint's section, else its own.
+    {"lesson", "en", "zh"}: the lesson's file name and the section's heading in each language."""
+    found = teaches().get(hint) or teaches().get(key)
+    if found is None:
+        return None
+    return {"lesson": found["lesson"], "en": found["section"], "zh": chinese_heading(found["lesson"], found["section"])}
+
+
+@cache
+def chinese_heading(lesson: str, heading: str) -> str:
+    """The Chinese twin of an English section heading of a lesson ('' if the lesson is not here)."""
+    path = LESSONS / f"{lesson}.ipynb"
+    if not path.exists():
+        return ""
+    cells = nbformat.read(path, as_version=4).cells
+    for index, cell in enumerate(cells[:-1]):
+        if cell.cell_type == "markdown" and any(line.lstrip("#").strip() == heading and line.startswith("#")
+                                                for line in cell.source.splitlines()):
+            twin = next((line for line in cells[index + 1].source.splitlines() if line.startswith("#")), "")
+            return twin.lstrip("#").strip()
+    return ""
+
+
+def label(key, hint) -> tuple[str, str]:
+    """What a diagnostic says, in each language: its hint's text, else its template with the fields
+    elided (a student's values are not the point here)."""
+    if hint:
+        shown = text(hint)
+        return shown.en, shown.zh
+    entry = catalogue()[key]
+    return tuple(_elided(entry[language]) for language in ("en", "zh"))
+
+
+def _elided(template: str) -> str:
+    return re.sub(r"\{[^}]*\}", "…", re.sub(r"^\{what\}[:：]\s*", "", template))
+
+
+CSV_COLUMNS = ["assignment", "exercise", "points", "graded", "full_points", "message_key", "hint_key", "students",
+               "share", "lesson", "section", "student_ids"]
+
+
+def write_csv(assignment: str, exercises: list[Exercise], path: Path) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(CSV_COLUMNS)
+        for exercise in exercises:
+            for key, hint, students in exercise.ranked():
+                where = section(key, hint) or {}
+                writer.writerow([assignment, exercise.grade_id, exercise.points, len(exercise.graded), len(exercise.full),
+                                 key, hint or "", len(students), f"{len(students) / max(len(exercise.graded), 1):.2f}",
+                                 where.get("lesson", ""), where.get("en", ""), " ".join(students)])
+    return path
+
+
+BAR_HEIGHT, BAR_GAP, CHART_WIDTH, LABEL_WIDTH = 22, 8, 760, 260
+
+
+def chart(exercise: Exercise) -> str:
+    """A horizontal bar per diagnostic: students who hit it, out of those graded."""
+    rows = [("full", len(exercise.full))] + [(f"{key} · {hint}" if hint else key, len(students))
+                                             for key, hint, students in exercise.ranked()]
+    most = max(len(exercise.graded), 1)
+    height = len(rows) * (BAR_HEIGHT + BAR_GAP) + BAR_GAP
+    bars = []
+    for index, (name, count) in enumerate(rows):
+        y = BAR_GAP + index * (BAR_HEIGHT + BAR_GAP)
+        width = (CHART_WIDTH - LABEL_WIDTH - 60) * count / most
+        colour = "#3a7d44" if name == "full" else "#c0392b"
+        shown = "✓ all points / 满分" if name == "full" else name
+        bars.append(f'<text x="{LABEL_WIDTH - 8}" y="{y + 16}" text-anchor="end">{html.escape(shown)}</text>'
+                    f'<rect x="{LABEL_WIDTH}" y="{y}" width="{width:.1f}" height="{BAR_HEIGHT}" fill="{colour}">'
+                    f'<title>{count}</title></rect>'
+                    f'<text x="{LABEL_WIDTH + width + 6:.1f}" y="{y + 16}">{count}</text>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{CHART_WIDTH}" height="{height}" '
+            f'viewBox="0 0 {CHART_WIDTH} {height}" font-family="sans-serif" font-size="13">{"".join(bars)}</svg>')
+
+
+PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<title>{title}</title>
+<style>
+body {{ font-family: sans-serif; margin: 2em auto; max-width: 64em; color: #222; }}
+table {{ border-collapse: collapse; margin: .5em 0 2em; width: 100%; }}
+td, th {{ border-bottom: 1px solid #ddd; padding: .3em .5em; text-align: left; vertical-align: top; }}
+td.count {{ text-align: right; font-weight: bold; }}
+.zh {{ color: #555; }}
+code {{ font-size: 90%; }}
+details {{ font-size: 90%; color: #555; }}
+</style></head><body>
+<h1>{title}</h1>
+<p>{intro_en}<br><span class="zh">{intro_zh}</span></p>
+{sections}
+</body></html>
+"""
+
+
+def write_html(assignment: str, exercises: list[Exercise], path: Path) -> Path:
+    sections = []
+    for exercise in exercises:
+        rows = []
+        for key, hint, students in exercise.ranked():
+            en, zh = label(key, hint)
+            where = section(key, hint)
+            number = int(where["lesson"].split("_")[0]) if where else 0
+            taught = (f'Lesson {number} § {html.escape(where["en"])}'
+                      + (f'<br><span class="zh">第 {number} 课 § {html.escape(where["zh"])}</span>' if where["zh"] else "")) if where else "—"
+            rows.append(f'<tr><td class="count">{len(students)}</td><td><code>{html.escape(key)}</code>'
+                        f'{"<br><code>" + html.escape(hint) + "</code>" if hint else ""}</td>'
+                        f'<td>{html.escape(en)}<br><span class="zh">{html.escape(zh)}</span></td><td>{taught}</td>'
+                        f'<td><details><summary>{len(students)}</summary>{html.escape(", ".join(students))}</details></td></tr>')
+        table = ("<table><tr><th>students / 学生</th><th>message / 消息</th><th>what it says / 内容</th>"
+                 "<th>taught in / 讲解位置</th><th>who / 名单</th></tr>" + "".join(rows) + "</table>") if rows else ""
+        sections.append(f"<h2><code>{html.escape(exercise.grade_id)}</code> · {exercise.points:g} points / 分</h2>"
+                        f"<p>{len(exercise.full)} of {len(exercise.graded)} students got every point · "
+                        f'<span class="zh">{len(exercise.graded)} 名学生中有 {len(exercise.full)} 名得满分</span></p>'
+                        f"{chart(exercise)}{table}")
+    page = PAGE.format(
+        title=f"What the class got wrong / 全班错在哪里 · {html.escape(assignment)}",
+        intro_en=("For each exercise: how many students lost its points to each diagnostic of the course "
+                  "(by message key, the same in both languages), and the lesson section that teaches the point."),
+        intro_zh="每道练习：有多少名学生因课程的哪条诊断信息失分（按消息键统计，两种语言相同），以及讲解这一点的课程小节。",
+        sections="\n".join(sections))
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def write(root: Path, assignment: str, out: Path) -> tuple[Path, Path]:
+    """The page and the CSV of `assignment`'s graded class, written to the folder `out`."""
+    exercises = read_class(Path(root), assignment)
+    out.mkdir(parents=True, exist_ok=True)
+    return (write_html(assignment, exercises, out / f"{assignment}.html"),
+            write_csv(assignment, exercises, out / f"{assignment}.csv"))
