@@ -31,7 +31,7 @@ ASSIGNMENTS := a1_tensor_to a2_module_to a3_precision_transfers a4_several_devic
 LESSONS := $(wildcard notebooks/*.ipynb)
 SOURCES := $(foreach a,$(ASSIGNMENTS),source/$(a)/$(a).ipynb)
 
-.PHONY: install test test-fast browser bubblewrap proxy demo report lab notebooks figures messages release student-bundle clean
+.PHONY: install test test-fast browser bubblewrap proxy demo report lab notebooks figures messages release shared-install student-bundle clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -113,6 +113,10 @@ release: install  ## regenerate release/ from source/ with nbgrader (its gradebo
 	for a in $(ASSIGNMENTS); do \
 	  $(BIN)/nbgrader generate_assignment $$a --force --CourseDirectory.db_url=sqlite:///build/release-gradebook.db || exit 1; \
 	done
+
+PREFIX ?= /opt/torch-to
+shared-install:  ## as root: the course's environment for every user of a shared machine, into PREFIX (not editable)
+	deploy/exchange/install-shared.sh "$(PREFIX)" $(TORCH)
 
 student-bundle: install  ## what students install, without solutions or hidden tests: build/student-bundle/ and .tar.gz
 	$(BIN)/python -m autograder.bundle build/student-bundle

@@ -1079,6 +1079,8 @@ def test_rows_must_be_rows_of_the_table_each_at_most_once():
     checks.assert_rows_of(table[[2, 0, 3]], table, "rows")  # shuffled, one dropped: fine
     fails_showing("rows_not_from_dataset", dict(what="rows"), checks.assert_rows_of, table[[0, 0, 1]], table, "rows")
     fails_showing("rows_not_from_dataset", dict(what="rows"), checks.assert_rows_of, table[:2] + 0.5, table, "rows")
+    one_foreign = torch.stack([table[0], table[1] + 0.5])  # a row of the table and one that is not
+    fails_showing("rows_not_from_dataset", dict(what="rows"), checks.assert_rows_of, one_foreign, table, "rows")
     fails_showing("wrong_shape", dict(what="rows", expected=("N", 3), found=(4, 2)), checks.assert_rows_of,
                   table[:, :2], table, "rows")
     fails_showing("not_a_tensor", dict(what="rows", found="list"), checks.assert_rows_of, table.tolist(), table, "rows")

@@ -7,6 +7,7 @@ generate_feedback → release_feedback → fetch_feedback. No command names the 
 the system-wide configuration that deploy/exchange/setup-exchange.sh installs supplies both.
 """
 import html
+import importlib.metadata
 import os
 import subprocess
 import sys
@@ -24,29 +25,51 @@ from autograder.messages import shows
 ROOT = classroom.ROOT
 ASSIGNMENT = "a1_tensor_to"
 COURSE = "torch-to"
+ASSIGNMENTS_HERE = sorted(path.name for path in (ROOT / "source").iterdir() if path.is_dir())
 
 
 @pytest.fixture(scope="module")
 def shared_machine():
-    """Two students, an exchange and the system-wide configuration, as setup-exchange.sh makes them."""
+    """Two students, an exchange, the system-wide configuration, private homes and course folder, as
+    setup-exchange.sh makes them, and the course's environment installed for everyone by install-shared.sh
+    (`make shared-install`), which the students use from their login shells."""
     unix_users.require_root()
     top = unix_users.world_readable_folder("course-exchange-")
     try:
         (top / "homes").mkdir(mode=0o755)
-        config_dir, exchange = top / "etc-jupyter", top / "exchange"
-        done = subprocess.run([ROOT / "deploy" / "exchange" / "setup-exchange.sh", "root"], capture_output=True,
-                              text=True, env={**os.environ, "EXCHANGE_ROOT": str(exchange),
-                                              "JUPYTER_SYSTEM_CONFIG": str(config_dir)})
-        assert done.returncode == 0, f"setup-exchange.sh failed / 失败:\n{done.stdout}{done.stderr}"
+        config_dir, exchange, course = top / "etc-jupyter", top / "exchange", top / "course"
         with unix_users.users(["alice", "bob"], top / "homes") as students:
-            yield Machine(top, exchange, config_dir, students, unix_users.shared_python(top))
+            done = subprocess.run([ROOT / "deploy" / "exchange" / "setup-exchange.sh", "root", *students.values()],
+                                  capture_output=True, text=True,
+                                  env={**os.environ, "EXCHANGE_ROOT": str(exchange), "COURSE_DIR": str(course),
+                                       "JUPYTER_SYSTEM_CONFIG": str(config_dir)})
+            assert done.returncode == 0, f"setup-exchange.sh failed / 失败:\n{done.stdout}{done.stderr}"
+            prefix, profile_d = top / "opt-torch-to", top / "profile.d"  # stand-ins for /opt and /etc/profile.d
+            started = time.monotonic()
+            done = subprocess.run([ROOT / "deploy" / "exchange" / "install-shared.sh", prefix, GRADER_TORCH],
+                                  capture_output=True, text=True, env={**os.environ, "PROFILE_D": str(profile_d)})
+            assert done.returncode == 0, f"install-shared.sh failed / 失败:\n{done.stdout}{done.stderr}"
+            for user in students.values():  # what /etc/profile does with /etc/profile.d at each login
+                login(user, f". {profile_d / 'torch-to.sh'}\n")
+            machine = Machine(top, exchange, config_dir, students, prefix)
+            machine.timings.append(("root", "install-shared.sh", time.monotonic() - started))
+            yield machine
     finally:
         subprocess.run(["rm", "-rf", str(top)])
 
 
+GRADER_TORCH = f"torch=={importlib.metadata.version('torch').split('+')[0]}"  # as `make shared-install` pins it
+
+
+def login(user, profile):
+    home = unix_users.home_of(user)
+    done = unix_users.run_as(user, ["sh", "-c", f"printf '%s' '{profile}' >> {home / '.profile'}"], cwd=home)
+    assert done.returncode == 0, done.stderr
+
+
 class Machine:
-    def __init__(self, top, exchange, config_dir, students, python):
-        self.top, self.exchange, self.config_dir, self.students, self.python = top, exchange, config_dir, students, python
+    def __init__(self, top, exchange, config_dir, students, prefix):
+        self.top, self.exchange, self.config_dir, self.students, self.prefix = top, exchange, config_dir, students, prefix
         self.course = top / "course"   # the instructor's course folder
         self.timings = []              # (who, command, seconds): the lifecycle's cost, shown with -s
 
@@ -67,16 +90,20 @@ class Machine:
         return done.stdout + done.stderr
 
     def student(self, name, *args):
+        """`nbgrader ARGS` as the student types it: in a login shell, found on the PATH it sets."""
         user = self.students[name]
         start = time.monotonic()
-        done = unix_users.run_as(user, [self.python, "-m", "nbgrader", *args], cwd=unix_users.home_of(user),
-                                 env=self.env())
+        done = unix_users.run_as(user, ["sh", "-lc", 'exec nbgrader "$@"', "nbgrader", *args],
+                                 cwd=unix_users.home_of(user), env=self.env())
         self.timings.append((name, args[0], time.monotonic() - start))
         assert done.returncode == 0, f"nbgrader {args[0]} ({name}) failed / 失败:\n{done.stdout}{done.stderr}"
         return done.stdout + done.stderr
 
     def can_list(self, name, folder) -> bool:
         return unix_users.run_as(self.students[name], ["ls", folder], cwd=Path("/")).returncode == 0
+
+    def can_read(self, name, path) -> bool:
+        return unix_users.run_as(self.students[name], ["cat", path], cwd=Path("/")).returncode == 0
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +116,6 @@ def wrong_answer():
 def lifecycle(shared_machine, wrong_answer):
     """The whole lifecycle, once; the tests below read what it left."""
     m = shared_machine
-    m.course.mkdir()
     (m.course / "source").mkdir()
     (m.course / "nbgrader_config.py").write_bytes((ROOT / "nbgrader_config.py").read_bytes())
     subprocess.run(["cp", "-R", ROOT / "source" / ASSIGNMENT, m.course / "source"], check=True)
@@ -169,3 +195,40 @@ def test_students_cannot_read_other_submissions_or_feedback(lifecycle):
     for folder in ("inbound", "feedback"):
         assert not m.can_list("alice", course / folder), (
             f"a student can list the exchange's {folder}/ / 学生可以列出交换目录的 {folder}/")
+
+
+def test_a_student_finds_nbgrader_on_the_path_of_a_plain_login_shell(lifecycle):
+    listed = lifecycle.student("alice", "list")
+    assert ASSIGNMENT in listed and COURSE in listed, listed
+
+
+def test_the_shared_install_is_a_copy_that_holds_no_solution_and_no_test(lifecycle):
+    m = lifecycle
+    user = m.students["alice"]
+    done = unix_users.run_as(user, ["sh", "-lc", 'python -c "import autograder; print(autograder.__file__)"'],
+                             cwd=unix_users.home_of(user))
+    assert done.returncode == 0 and done.stdout.startswith(str(m.prefix)), done.stdout + done.stderr
+    package = Path(done.stdout.strip()).parent
+    course_files = {f"{assignment}{suffix}" for assignment in ASSIGNMENTS_HERE for suffix in (".ipynb", ".toml")}
+    copies = [path for path in m.prefix.rglob("*") if path.name in course_files]
+    assert not copies, f"the shared install holds the assignments or the corpus / 共享安装中有作业或语料库: {copies}"
+    (record,) = package.parent.glob("torch_to_course-*.dist-info/RECORD")  # every file pip installed for it
+    installed = [line.split(",")[0] for line in record.read_text("utf-8").splitlines() if line]
+    others = [path for path in installed if not path.startswith(("autograder/", record.parent.name + "/", "../../../bin/"))]
+    assert "autograder/checks.py" in installed and not others, f"installed beyond the package / 包以外的文件: {others}"
+    # what the hub of deploy/jupyterhub/ runs from there: its own command, and the servers' configuration
+    shared = m.prefix / "share" / "torch-to"
+    assert (m.prefix / "bin" / "jupyterhub").exists()
+    assert m.can_read("alice", shared / "student-jupyter" / "jupyter_server_config.d" / "zz-course-students.json")
+    assert not (package / "tests").exists() and not list(m.prefix.rglob("__editable__*")), "an editable install / 可编辑安装"
+
+
+def test_students_cannot_read_the_course_folder_or_a_classmates_home(lifecycle):
+    m = lifecycle
+    bob_home = unix_users.home_of(m.students["bob"])
+    for path in [m.course / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", m.course / "gradebook.db",
+                 bob_home / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"]:
+        assert path.exists(), path
+        assert not m.can_read("alice", path), f"alice can read / alice 可以读取 {path}"
+    for folder in [m.course, m.course / "submitted", bob_home]:
+        assert not m.can_list("alice", folder), f"alice can list / alice 可以列出 {folder}"

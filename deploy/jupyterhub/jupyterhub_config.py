@@ -1,6 +1,6 @@
 """JupyterHub for the course on one machine (README, "JupyterHub"):
-`sudo /opt/torch-to/.venv/bin/jupyterhub -f deploy/jupyterhub/jupyterhub_config.py` (the course
-environment's own jupyterhub: sudo's PATH does not hold it).
+`sudo /opt/torch-to/bin/jupyterhub -f deploy/jupyterhub/jupyterhub_config.py` (the course
+environment's own jupyterhub, from `make shared-install PREFIX=/opt/torch-to`: sudo's PATH does not hold it).
 
 Every user logs in with their Unix account and gets their own JupyterLab, running as that user
 (LocalProcessSpawner), in the course's environment. Roles follow nbgrader's JupyterHub set-up: the
@@ -23,10 +23,15 @@ c = get_config()  # noqa: F821  (provided by JupyterHub when it loads this file)
 COURSE = "torch-to"
 INSTRUCTORS = {"teacher"}
 STUDENTS = {"student1", "student2"}
-COURSE_ENV = Path("/opt/torch-to/.venv")  # `make install` in a checkout at /opt/torch-to
-STUDENT_JUPYTER_CONFIG = Path(__file__).resolve().parent.parent / "student" / "etc" / "jupyter"
+COURSE_ENV = Path("/opt/torch-to")  # `make shared-install PREFIX=/opt/torch-to`: every user can run it
+# the servers' Jupyter configuration: the shared environment's copy (readable by every user, while the
+# checkout stays private to the instructor), else the checkout's
+SHARED = COURSE_ENV / "share" / "torch-to"
+HERE = Path(__file__).resolve().parent
+STUDENT_JUPYTER_CONFIG = SHARED / "student-jupyter" if SHARED.is_dir() else HERE.parent / "student" / "etc" / "jupyter"
 INSTRUCTOR_COURSE_FOLDER = "~/torch-to"  # each instructor's course folder (`course setup` was run there)
-INSTRUCTOR_JUPYTER_CONFIG = Path(__file__).resolve().parent / "instructor"  # nbgrader reads the course there
+# nbgrader reads the course there
+INSTRUCTOR_JUPYTER_CONFIG = SHARED / "instructor-jupyter" if SHARED.is_dir() else HERE / "instructor"
 
 c.JupyterHub.bind_url = "http://127.0.0.1:8000"  # put a TLS-terminating proxy in front
 # JupyterHub's proxy: `make proxy` installs it into the checkout's build/node/ when npm has not put it on PATH
