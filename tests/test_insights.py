@@ -159,6 +159,22 @@ def test_every_diagnostic_of_the_corpora_is_either_generic_or_taught_somewhere()
                 assert diagnostic in teaches, (assignment, answer["id"], diagnostic)
 
 
+def test_a_class_graded_before_the_keys_were_stored_says_so(demo, tmp_path):
+    """Autograded notebooks without stored keys (an older class): counted, and named as not recorded."""
+    import shutil
+
+    root = tmp_path / "course"
+    shutil.copytree(demo("a1_tensor_to").graded.root, root)
+    for path in (root / "autograded").glob("*/a1_tensor_to/a1_tensor_to.ipynb"):
+        notebook = nbformat.read(path, as_version=4)
+        for cell in notebook.cells:
+            cell.metadata.pop(grading.DIAGNOSIS, None)
+        nbformat.write(notebook, path)
+    _, table = insights.write(root, "a1_tensor_to", tmp_path / "out")
+    found = rows(table)
+    assert found and {row["message_key"] for row in found} == {insights.NOT_RECORDED}
+
+
 @pytest.mark.unit
 def test_the_page_escapes_student_ids_and_runs_no_script(tmp_path):
     hostile = '<img src=x onerror="alert(1)">'
