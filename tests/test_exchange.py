@@ -85,7 +85,7 @@ class Machine:
         start = time.monotonic()
         done = subprocess.run([bin_dir / "nbgrader", *args], cwd=self.course, env=env,
                               capture_output=True, text=True, timeout=300)
-        self.timings.append(("instructor", args[0], time.monotonic() - start))
+        self.timings.append(("instructor", f"nbgrader {args[0]}", time.monotonic() - start))
         assert done.returncode == 0, f"nbgrader {args[0]} (instructor / 教师) failed / 失败:\n{done.stdout}{done.stderr}"
         return done.stdout + done.stderr
 
@@ -95,7 +95,7 @@ class Machine:
         start = time.monotonic()
         done = unix_users.run_as(user, ["sh", "-lc", 'exec nbgrader "$@"', "nbgrader", *args],
                                  cwd=unix_users.home_of(user), env=self.env())
-        self.timings.append((name, args[0], time.monotonic() - start))
+        self.timings.append((name, f"nbgrader {args[0]}", time.monotonic() - start))
         assert done.returncode == 0, f"nbgrader {args[0]} ({name}) failed / 失败:\n{done.stdout}{done.stderr}"
         return done.stdout + done.stderr
 
@@ -143,7 +143,7 @@ def lifecycle(shared_machine, wrong_answer):
     m.instructor("release_feedback", ASSIGNMENT)
     with ThreadPoolExecutor() as pool:
         list(pool.map(lambda name: m.student(name, "fetch_feedback", ASSIGNMENT), answers))
-    print("".join(f"\n{who:>10} nbgrader {command:<20} {seconds:6.1f} s" for who, command, seconds in m.timings))
+    print("".join(f"\n{who:>10} {command:<29} {seconds:6.1f} s" for who, command, seconds in m.timings))
     return m
 
 
