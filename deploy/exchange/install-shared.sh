@@ -22,6 +22,7 @@ umask 022
 "$prefix/bin/pip" install --quiet --disable-pip-version-check "$checkout[hub]" "$@"
 # the Jupyter configuration of students' and instructors' hub servers, readable by every user
 # (deploy/jupyterhub/jupyterhub_config.py takes it from here when it is here)
+rm -rf "$prefix/share/torch-to"  # a run for a new course version replaces the old copy
 install -d -m 0755 "$prefix/share/torch-to"
 cp -R "$checkout/deploy/student/etc/jupyter" "$prefix/share/torch-to/student-jupyter"
 cp -R "$checkout/deploy/jupyterhub/instructor" "$prefix/share/torch-to/instructor-jupyter"
