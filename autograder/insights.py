@@ -20,11 +20,11 @@ from pathlib import Path
 import nbformat
 
 from . import settings
-from .classroom import natural_order
+from .classroom import ROOT, natural_order
 from .grading import DIAGNOSIS
 from .messages import catalogue, text
 
-LESSONS = Path(__file__).resolve().parent.parent / "notebooks"
+LESSONS = ROOT / "notebooks"
 NOT_RECORDED = "insights_not_recorded"  # a test cell autograded before the grader stored its keys
 
 

@@ -19,13 +19,12 @@ import nbformat
 import pytest
 
 import unix_users
-from autograder import classroom, sandbox
+from autograder import bundle, classroom, sandbox
 from autograder.messages import shows
 
 ROOT = classroom.ROOT
 ASSIGNMENT = "a1_tensor_to"
 COURSE = "torch-to"
-ASSIGNMENTS_HERE = sorted(path.name for path in (ROOT / "source").iterdir() if path.is_dir())
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +208,7 @@ def test_the_shared_install_is_a_copy_that_holds_no_solution_and_no_test(lifecyc
                              cwd=unix_users.home_of(user))
     assert done.returncode == 0 and done.stdout.startswith(str(m.prefix)), done.stdout + done.stderr
     package = Path(done.stdout.strip()).parent
-    course_files = {f"{assignment}{suffix}" for assignment in ASSIGNMENTS_HERE for suffix in (".ipynb", ".toml")}
+    course_files = {f"{assignment}{suffix}" for assignment in bundle.assignments() for suffix in (".ipynb", ".toml")}
     copies = [path for path in m.prefix.rglob("*") if path.name in course_files]
     assert not copies, f"the shared install holds the assignments or the corpus / 共享安装中有作业或语料库: {copies}"
     (record,) = package.parent.glob("torch_to_course-*.dist-info/RECORD")  # every file pip installed for it

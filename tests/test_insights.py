@@ -7,19 +7,18 @@ the lesson sections the catalogue points to, and a page that stays inert with a 
 """
 import csv
 import html
-import json
 import re
-import tomllib
+import shutil
 from collections import defaultdict
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from autograder import classroom, grading, insights
+from autograder import bundle, classroom, grading, insights
 from autograder.messages import catalogue
 
-ASSIGNMENTS = sorted(path.name for path in (classroom.ROOT / "source").iterdir() if path.is_dir())
+ASSIGNMENTS = bundle.assignments()
 # diagnostics that say what went wrong but not which point of the course: no one section teaches them
 GENERIC = {"raised", "wrong_values", "wrong_shape", "not_answered", "expected_error", "expected_none", "not_a_module",
            "not_a_tensor"}
@@ -139,8 +138,7 @@ def test_stored_diagnoses_read_only_keys_of_the_catalogue(tmp_path):
 
 @pytest.mark.unit
 def test_every_section_the_catalogue_points_to_is_a_heading_of_its_lesson_in_both_languages():
-    teaches = json.loads((classroom.ROOT / "autograder" / "teaches.json").read_text("utf-8"))
-    for key, where in teaches.items():
+    for key, where in insights.teaches().items():
         assert key in catalogue(), key
         assert (classroom.ROOT / "notebooks" / f"{where['lesson']}.ipynb").exists(), where
         found = insights.section(key, None)
@@ -150,19 +148,15 @@ def test_every_section_the_catalogue_points_to_is_a_heading_of_its_lesson_in_bot
 
 @pytest.mark.unit
 def test_every_diagnostic_of_the_corpora_is_either_generic_or_taught_somewhere():
-    teaches = json.loads((classroom.ROOT / "autograder" / "teaches.json").read_text("utf-8"))
     for assignment in ASSIGNMENTS:
-        corpus = tomllib.loads((classroom.ROOT / "tests" / "corpus" / f"{assignment}.toml").read_text("utf-8"))
-        for answer in corpus["answer"]:
-            diagnostic = answer.get("diagnostic")
+        for answer in classroom.load_corpus(assignment):
+            diagnostic = answer.diagnostic
             if diagnostic and diagnostic not in GENERIC and diagnostic != "wrong_dtype":  # wrong_dtype: by its hint
-                assert diagnostic in teaches, (assignment, answer["id"], diagnostic)
+                assert diagnostic in insights.teaches(), (assignment, answer.id, diagnostic)
 
 
 def test_a_class_graded_before_the_keys_were_stored_says_so(demo, tmp_path):
     """Autograded notebooks without stored keys (an older class): counted, and named as not recorded."""
-    import shutil
-
     root = tmp_path / "course"
     shutil.copytree(demo("a1_tensor_to").graded.root, root)
     for path in (root / "autograded").glob("*/a1_tensor_to/a1_tensor_to.ipynb"):
