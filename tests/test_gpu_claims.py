@@ -1,4 +1,5 @@
 """The script of the lessons' CUDA-only claims (tests/gpu_claims.py) runs what it can and fails loudly."""
+import ast
 import re
 import subprocess
 import sys
@@ -40,6 +41,24 @@ def test_every_cuda_only_lesson_cell_says_what_it_shows_on_a_gpu_and_has_a_claim
         assert {"en", "zh"} <= set(catalogue()[key]), key
         [linked] = [c for c in gpu_claims.CLAIMS if c.shown == key]
         assert linked.needs == ("2 cuda" if gpus >= 2 else "cuda"), key
+
+
+def _checks(statements) -> bool:
+    """Whether these statements hold an `assert` or a `raise AssertionError(...)`."""
+    nodes = [node for statement in statements for node in ast.walk(statement)]
+    return any(isinstance(node, ast.Assert) or isinstance(node, ast.Raise) and node.exc is not None
+               and "AssertionError" in ast.unparse(node.exc) for node in nodes)
+
+
+@pytest.mark.parametrize("key", sorted(gpu_claims.SHOWN))
+def test_a_cuda_only_cell_asserts_what_it_prints_inside_its_gpu_branch(key):
+    """On a GPU the lesson itself fails when the claim drifts (nbval on a GPU runner, or a student's GPU),
+    not only the script that reads its output afterwards."""
+    path, index, _ = gpu_claims.gpu_only_cells()[key]
+    tree = ast.parse(nbformat.read(path, as_version=4).cells[index].source)
+    [gpu_branch] = [node for node in tree.body if isinstance(node, ast.If) and "torch.cuda.is_available()" in ast.unparse(node.test)]
+    assert _checks(gpu_branch.body), f"{path.stem} cell {index}: the GPU branch prints without asserting"
+    assert not _checks(gpu_branch.orelse), f"{path.stem} cell {index}: the branch without a GPU only says what it shows"
 
 
 @pytest.mark.parametrize("key", sorted(gpu_claims.SHOWN))
