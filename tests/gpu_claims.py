@@ -334,14 +334,14 @@ def float32_norms_refuse_16_bit_inputs_on_cuda():
                   f"BatchNorm1d: {batch_norm}; the recipe's model: {output}"
 
 
-# ------------------------------------------------------------------ lesson 9 · several devices
-@claim("9 · The current device", 'an unindexed "cuda" and .cuda() land on the current device, GPU 0 by default')
+# ------------------------------------------------------------------ lesson 1 · which GPUs a process sees
+@claim("1 · The current device", 'an unindexed "cuda" and .cuda() land on the current device, GPU 0 by default')
 def unindexed_cuda_is_the_current_device():
     seen = (torch.cuda.current_device(), torch.zeros(1, device="cuda").device, torch.zeros(1).cuda().device)
     return seen == (0, torch.device("cuda:0"), torch.device("cuda:0")), str(seen)
 
 
-@claim("9 · The current device", 'inside torch.cuda.device(1), "cuda" resolves to cuda:1', needs="2 cuda")
+@claim("1 · The current device", 'inside torch.cuda.device(1), "cuda" resolves to cuda:1', needs="2 cuda")
 def current_device_block():
     with torch.cuda.device(1):
         seen = torch.zeros(1, device="cuda").device
@@ -354,7 +354,7 @@ def _visible_probe(probe, visible):
                           timeout=120).stdout.split()
 
 
-@claim("9 · `CUDA_VISIBLE_DEVICES`", "showing only the second GPU renumbers it: the child sees one GPU, "
+@claim("1 · `CUDA_VISIBLE_DEVICES`", "showing only the second GPU renumbers it: the child sees one GPU, "
        "and its cuda:0 is our cuda:1 (same UUID)", needs="2 cuda")
 def visible_devices_renumber():
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -363,7 +363,7 @@ def visible_devices_renumber():
     return seen == ["1", str(torch.cuda.get_device_properties(1).uuid)], " ".join(seen)
 
 
-@claim("9 · `CUDA_VISIBLE_DEVICES`", "setting it after CUDA has initialised does not hide the GPU from the process")
+@claim("1 · `CUDA_VISIBLE_DEVICES`", "setting it after CUDA has initialised does not hide the GPU from the process")
 def visible_devices_too_late():
     probe = ("import os, torch; torch.zeros(1, device='cuda'); os.environ['CUDA_VISIBLE_DEVICES'] = ''; "
              "print(torch.ones(1, device='cuda').device)")
