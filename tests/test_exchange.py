@@ -44,10 +44,13 @@ def shared_machine():
                                        "JUPYTER_SYSTEM_CONFIG": str(config_dir)})
             assert done.returncode == 0, f"setup-exchange.sh failed / 失败:\n{done.stdout}{done.stderr}"
             prefix, profile_d = top / "opt-torch-to", top / "profile.d"  # stand-ins for /opt and /etc/profile.d
-            started = time.monotonic()
+            started, built_before = time.monotonic(), build_outputs_in_checkout()
             done = subprocess.run([ROOT / "deploy" / "exchange" / "install-shared.sh", prefix, GRADER_TORCH],
                                   capture_output=True, text=True, env={**os.environ, "PROFILE_D": str(profile_d)})
-            assert done.returncode == 0, f"install-shared.sh failed / 失败:\n{done.stdout}{done.stderr}"
+            # the end of pip's output says why (its start is a warning per configured package folder)
+            assert done.returncode == 0, f"install-shared.sh failed / 失败:\n{last_lines(done.stdout + done.stderr)}"
+            # root wrote nothing in the instructor's checkout, and so shares no build folder with a second install
+            assert build_outputs_in_checkout() == built_before, "install-shared.sh built in the checkout / 在检出目录中构建"
             for user in students.values():  # what /etc/profile does with /etc/profile.d at each login
                 login(user, f". {profile_d / 'torch-to.sh'}\n")
             machine = Machine(top, exchange, config_dir, students, prefix)
@@ -55,6 +58,17 @@ def shared_machine():
             yield machine
     finally:
         subprocess.run(["rm", "-rf", str(top)])
+
+
+def build_outputs_in_checkout() -> dict:
+    """What building the project in the checkout itself writes (setuptools' build/lib, build/bdist.*, the
+    egg-info), each file with its modification time."""
+    tops = [ROOT / "build" / "lib", *(ROOT / "build").glob("bdist.*"), *ROOT.glob("*.egg-info")]
+    return {path: path.stat().st_mtime_ns for top in tops if top.exists() for path in [top, *top.rglob("*")]}
+
+
+def last_lines(output: str, count: int = 40) -> str:
+    return "\n".join(output.splitlines()[-count:])
 
 
 GRADER_TORCH = f"torch=={importlib.metadata.version('torch').split('+')[0]}"  # as `make shared-install` pins it

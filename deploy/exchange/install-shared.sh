@@ -17,9 +17,15 @@ checkout=$(cd "$(dirname "$0")/../.." && pwd)
 umask 022
 
 "$python" -m venv "$prefix"
+# pip builds a project inside its folder (setuptools writes build/ and *.egg-info there): build from a private
+# copy of what the package is made of, so that root leaves no files of its own in the instructor's checkout
+# and two installs at once (CI's two builds) don't race in one build/ ("File exists: build/bdist...").
+staging=$(mktemp -d)
+trap 'rm -rf "$staging"' EXIT
+cp -R "$checkout/pyproject.toml" "$checkout/README.md" "$checkout/autograder" "$staging"
 # Not editable: pip copies the `autograder` package into PREFIX, so the checkout, with source/ (solutions,
 # hidden tests) and tests/ (the mistake corpus), can stay private to the instructor (chmod 700).
-"$prefix/bin/pip" install --quiet --disable-pip-version-check "$checkout[hub]" "$@"
+"$prefix/bin/pip" install --quiet --disable-pip-version-check "$staging[hub]" "$@"
 # the Jupyter configuration of students' and instructors' hub servers, readable by every user
 # (deploy/jupyterhub/jupyterhub_config.py takes it from here when it is here)
 rm -rf "$prefix/share/torch-to"  # a run for a new course version replaces the old copy
