@@ -106,7 +106,7 @@ figures: install  ## draw the lessons' figures (notebooks/figures/fig_*.py) into
 	$(BIN)/python notebooks/figures/draw.py
 
 messages: install  ## messages.json's 繁體 forms (zh-hant) from its 简体 ones, after editing a zh (tests/test_messages.py checks)
-	$(BIN)/python -m autograder.views
+	$(BIN)/python -m course.authoring.monolingual
 
 release: install  ## regenerate release/ from source/ with nbgrader (its gradebook kept out of the root)
 	mkdir -p build
@@ -119,7 +119,7 @@ shared-install:  ## as root: the course's environment for every user of a shared
 	deploy/exchange/install-shared.sh "$(PREFIX)" $(TORCH)
 
 student-bundle: install  ## what students install, without solutions or hidden tests: build/student-bundle/ and .tar.gz
-	$(BIN)/python -m autograder.bundle build/student-bundle
+	$(BIN)/python -m course.authoring.student_bundle build/student-bundle
 
 clean:
 	rm -rf build gradebook.db submitted autograded feedback

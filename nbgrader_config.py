@@ -32,15 +32,15 @@ c.OverwriteCells.add_missing_cells = True
 
 # Feedback shows every test's result and diagnostic, never the hidden tests' code (nbgrader issue 917).
 # No feedback while written answers wait for the formgrader (they would show 0); long diagnostics
-# wrap; the page loads nothing from a CDN (its template leaves MathJax out, see autograder/templates).
+# wrap; the page loads nothing from a CDN (its template leaves MathJax out, see course/plugins/templates).
 c.GenerateFeedback.preprocessors = [
-    "autograder.feedback.RequireHandGrading",
-    "autograder.feedback.HideHiddenTests",
+    "course.plugins.feedback.RequireHandGrading",
+    "course.plugins.feedback.HideHiddenTests",
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-    "autograder.feedback.WrapDiagnostics",
+    "course.plugins.feedback.WrapDiagnostics",
 ]
-from autograder.feedback import TEMPLATE, TEMPLATE_BASEDIRS  # noqa: E402
+from course.plugins.feedback import TEMPLATE, TEMPLATE_BASEDIRS  # noqa: E402
 
 # Every page built from a submission is sanitised: the formgrader's view of a submission (rendered by
 # HTMLExporter) and the feedback pages (FeedbackExporter, a subclass) drop scripts, event handlers,
@@ -48,40 +48,41 @@ from autograder.feedback import TEMPLATE, TEMPLATE_BASEDIRS  # noqa: E402
 # with nbconvert's own sanitiser: its preprocessor (nbgrader's templates render markdown cells without
 # the `sanitize_html` filter), and the filter for what the base templates render. Both pages also have
 # a Content-Security-Policy that runs none of the submission's scripts, should one get past the sanitiser
-# (the feedback page: autograder/templates/course_feedback; the formgrader's: autograder/formgrade.py).
-from autograder import formgrade  # noqa: E402
+# (the feedback page: course/plugins/templates/course_feedback; the formgrader's: course/plugins/formgrade.py).
+from course.plugins import formgrade  # noqa: E402
 
 c.HTMLExporter.preprocessors = ["nbconvert.preprocessors.sanitize.SanitizeHTML"]
 c.HTMLExporter.sanitize_html = True
 c.HTMLExporter.template_name = formgrade.TEMPLATE
 c.HTMLExporter.extra_template_basedirs = formgrade.TEMPLATE_BASEDIRS
-c.HTMLExporter.filters = {"formgrade_policy": "autograder.formgrade.content_security_policy"}
+c.HTMLExporter.filters = {"formgrade_policy": "course.plugins.formgrade.content_security_policy"}
 # (configured on a subclass: HTMLExporter itself also renders the formgrader's own pages)
-c.GenerateFeedback.exporter_class = "autograder.feedback.FeedbackExporter"
+c.GenerateFeedback.exporter_class = "course.plugins.feedback.FeedbackExporter"
 c.FeedbackExporter.template_name = TEMPLATE
 c.FeedbackExporter.extra_template_basedirs = TEMPLATE_BASEDIRS
 # `nbgrader export` warns about every submission whose written answers are not graded yet.
-c.ExportApp.plugin_class = "autograder.feedback.CsvExportWarningUngraded"
+c.ExportApp.plugin_class = "course.plugins.feedback.CsvExportWarningUngraded"
 
 # `nbgrader validate` (and JupyterLab's Validate button) cut every line of a diagnostic at this width,
 # nbgrader's default being 90: the fix at the end of a diagnostic (`x = x.to(device)`) would disappear.
 c.Validator.width = 500
 
 # Untrusted submissions (README, "Threat model"). Every grading kernel runs in its own bubblewrap
-# sandbox (autograder/sandbox.py): it sees and writes only its own grading folder, no network, nothing
+# sandbox (course/kernels/sandbox.py): it sees and writes only its own grading folder, no network, nothing
 # it starts outlives it. Autograde's SafeExecute asks for it; this makes nbgrader's own Execute (the one
 # `nbgrader validate` runs) do the same. Where the sandbox cannot start, grading refuses to run unless
 # it is turned off (below). JupyterLab's kernels are not affected.
 # Each sandbox is also bounded as a whole where cgroups can be made (README, "A kernel bounded as a
 # whole"): all its processes together, shared memory and threads included. Keep jobs × this memory
 # below the machine's.
-from autograder.sandbox import NO_SANDBOX_VARIABLE, use_for_nbgrader  # noqa: E402
+from course.kernels.manager import use_for_nbgrader  # noqa: E402
+from course.kernels.sandbox import NO_SANDBOX_VARIABLE  # noqa: E402
 
 use_for_nbgrader(group_memory_bytes=6 * 2**30, group_processes=512)
 # COURSE_NO_SANDBOX=1 turns it off for every nbgrader command (`course grade --no-sandbox` sets the same value)
 c.Sandbox.enabled = os.environ.get(NO_SANDBOX_VARIABLE, "") in ("", "0")
 # Each grading kernel is forked into its sandbox from a warm fork server that has imported torch once
-# (autograder/forkserver.py), as the verdicts are: about 2.5 s less per submission than a new process.
+# (course/kernels/forkserver.py), as the verdicts are: about 2.5 s less per submission than a new process.
 # `nbgrader autograde A --GradingKernelManager.fork_server=False` starts every kernel as a new process.
 c.GradingKernelManager.fork_server = True
 
@@ -112,15 +113,15 @@ def nbgrader_default(trait):
 
 
 sanitize = nbgrader_default("sanitize_preprocessors")
-sanitize.insert(sanitize.index(DeduplicateIds), "autograder.grading.DropMalformedMetadata")
-sanitize.insert(sanitize.index(OverwriteCells), "autograder.grading.ForgetUnknownCells")
+sanitize.insert(sanitize.index(DeduplicateIds), "course.plugins.autograde.DropMalformedMetadata")
+sanitize.insert(sanitize.index(OverwriteCells), "course.plugins.autograde.ForgetUnknownCells")
 # OverwriteCells that does not warn about test cells left as released (their hidden tests make the
 # checksum differ), so that a warning in the log means a test cell was really changed
-sanitize[sanitize.index(OverwriteCells)] = "autograder.grading.OverwriteCellsQuietly"
+sanitize[sanitize.index(OverwriteCells)] = "course.plugins.autograde.OverwriteCellsQuietly"
 c.Autograde.sanitize_preprocessors = sanitize
 autograde = [
-    "autograder.grading.SafeExecute" if preprocessor is Execute else preprocessor
+    "course.plugins.autograde.SafeExecute" if preprocessor is Execute else preprocessor
     for preprocessor in nbgrader_default("autograde_preprocessors")
 ]
-autograde.insert(autograde.index(SaveAutoGrades), "autograder.grading.DecideGrades")
+autograde.insert(autograde.index(SaveAutoGrades), "course.plugins.autograde.DecideGrades")
 c.Autograde.autograde_preprocessors = autograde

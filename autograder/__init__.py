@@ -1,7 +1,7 @@
 """Helpers that the course's tests and graders import: grading devices, checks, messages.
 
 The names below are imported on first use, so that `course` and every nbgrader command (whose
-configuration imports `autograder.sandbox`) start without importing PyTorch.
+configuration imports `course.kernels.sandbox`) start without importing PyTorch.
 """
 import importlib
 

@@ -3,7 +3,7 @@
 A check that runs in the student's kernel can be undone by the student's kernel: a patched helper, an
 IPython input transformer, a display hook that publishes a partial-credit result, a custom exception
 handler that swallows the failure. So the points do not come from the kernel that ran the notebook.
-`autograder.grading.DecideGrades` (an nbgrader preprocessor, so plain `nbgrader autograde` and
+`course.plugins.autograde.DecideGrades` (an nbgrader preprocessor, so plain `nbgrader autograde` and
 `course grade` both use it) starts this module as a plain Python process (no IPython, no Jupyter
 sockets) in a sandbox of its own, in a fresh empty folder, and sends it the notebook's cells:
 

@@ -9,9 +9,12 @@ import subprocess
 import sys
 import tomllib
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import nbformat
+
+from autograder.messages import message
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION_MARKER = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
@@ -20,7 +23,7 @@ WRITTEN_ANSWER = "Tensor.to returns a new tensor; Module.to changes the module i
 
 @dataclass(frozen=True)
 class Answer:
-    """One student answer to one exercise, kept in the mistake corpus (tests/corpus/*.toml)."""
+    """One student answer to one exercise, kept in the mistake corpus (course/corpus/*.toml)."""
     id: str
     exercise: str
     correct: bool
@@ -29,9 +32,18 @@ class Answer:
     note: str = ""
 
 
-def load_corpus(assignment: str, root: Path = ROOT) -> list[Answer]:
-    data = tomllib.loads((root / "tests" / "corpus" / f"{assignment}.toml").read_text("utf-8"))
-    return [Answer(**entry) for entry in data["answer"]]
+def corpus(name: str) -> dict:
+    """course/corpus/NAME.toml: an assignment's mistake corpus, or the untrusted and forged submissions.
+    Package data, so that `course demo` and `course report` need no checkout; a shared environment, which
+    every student can read, is installed without them (deploy/exchange/install-shared.sh)."""
+    path = resources.files(__package__).joinpath("corpus", f"{name}.toml")
+    if not path.is_file():
+        raise FileNotFoundError(message("corpus_not_installed", name=name))
+    return tomllib.loads(path.read_text("utf-8"))
+
+
+def load_corpus(assignment: str) -> list[Answer]:
+    return [Answer(**entry) for entry in corpus(assignment)["answer"]]
 
 
 def notebook_path(root: Path, folder: str, assignment: str, student: str | None = None) -> Path:

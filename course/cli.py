@@ -4,8 +4,10 @@ import os
 import sys
 from pathlib import Path
 
-from . import classroom, insights, sandbox, settings
-from .messages import Bilingual, message, text
+from autograder.messages import Bilingual, message, text
+
+from . import classroom, insights, settings
+from .kernels import sandbox
 
 
 def demo(args) -> int:
@@ -111,7 +113,7 @@ def print_report(graded):
 
 def grade_class(args) -> int:
     """Grade everything in submitted/ with nbgrader's autograde, several submissions at a time."""
-    from .parallel import grade as grade_in_parallel
+    from .grade import grade as grade_in_parallel
 
     root = Path(args.root)
     if not (root / "nbgrader_config.py").exists() or not (root / "source" / args.assignment).is_dir():
@@ -211,7 +213,7 @@ def registered(db_url: str, assignment: str) -> bool:
 def warn_not_on_roster(root: Path, db_url: str, assignment: str):
     from nbgrader.api import Gradebook
 
-    from .parallel import submitted_students
+    from .grade import submitted_students
 
     if not (root / "roster.csv").exists():
         return
@@ -257,7 +259,7 @@ def is_test_grade(grade) -> bool:
 
 
 def shard(given: str) -> tuple[int, int]:
-    """`--shard I/N`: this job grades shard I of N (autograder.parallel.shard_of)."""
+    """`--shard I/N`: this job grades shard I of N (course.grade.shard_of)."""
     index, _, count = given.partition("/")
     if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
         raise argparse.ArgumentTypeError(message("shard_invalid", given=given))
@@ -266,7 +268,7 @@ def shard(given: str) -> tuple[int, int]:
 
 def merge(args) -> int:
     """Bring the shards' autograded/ folders back into one course folder (README, "Beyond one machine")."""
-    from .parallel import merge as merge_shards
+    from .grade import merge as merge_shards
 
     try:
         merged = merge_shards(Path(args.root), args.assignment, args.shard_roots)
@@ -280,7 +282,7 @@ def merge(args) -> int:
 
 def view(args) -> int:
     """Write monolingual copies of notebooks (not committed: views/ is ignored)."""
-    from .views import write_views
+    from .authoring.monolingual import write_views
 
     for path in write_views(args.notebooks, args.lang, Path(args.out)):
         print(path)

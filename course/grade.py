@@ -4,7 +4,7 @@ Each worker process runs `NbGraderAPI.autograde` (the same Autograde converter, 
 checksums and gradebook as `nbgrader autograde`) for one student at a time. Workers are forked from a
 parent that has already imported nbgrader and the course's configuration, so no worker pays that
 start-up again; every submission still gets its own fresh kernel in its own sandbox, forked from the
-worker's fork server with torch already imported (autograder/forkserver.py, autograder/sandbox.py).
+worker's fork server with torch already imported (course/kernels/forkserver.py, course/kernels/sandbox.py).
 SQLite serialises the writes: the gradebook URL carries a busy timeout, so a worker waits for the lock
 instead of failing with "database is locked".
 
@@ -34,8 +34,9 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import forkserver
-from .messages import Bilingual, printable, text
+from autograder.messages import Bilingual, printable, text
+
+from .kernels import forkserver
 
 LOGS = "logs"  # the course folder's logs/ASSIGNMENT/STUDENT.log: each student's whole grading log
 SHOWN_LINES = 12  # of one warning, on the terminal (the log file keeps all of it)
@@ -74,7 +75,7 @@ def in_shard(students, shard: tuple[int, int]) -> list[str]:
 def grade(root: Path, assignment: str, jobs: int, config, students=None, progress=print,
           fork_server=True, shard: tuple[int, int] | None = None, force=False) -> Outcome:
     """Autograde `assignment` for `students` (everyone in submitted/) with `config`, the course's
-    settings (autograder/settings.py), in `jobs` worker processes.
+    settings (course/settings.py), in `jobs` worker processes.
 
     As plain `nbgrader autograde`: a submission already graded and not submitted again since is left
     as it is (its hand grading too: nbgrader flags every hand-graded answer of a submission it regrades
@@ -216,7 +217,7 @@ def _configure(config):
 
 
 def _start_worker():
-    # this worker forks its kernels from its own warm fork server (autograder/forkserver.py), each
+    # this worker forks its kernels from its own warm fork server (course/kernels/forkserver.py), each
     # into its own sandbox; without it, every kernel is a new process in a new sandbox
     if _api.config.GradingKernelManager.fork_server:
         forkserver.prestart_for_autograde(_api.config)

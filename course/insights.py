@@ -19,10 +19,11 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.messages import catalogue, text
+
 from . import settings
 from .classroom import ROOT, natural_order
-from .grading import DIAGNOSIS
-from .messages import catalogue, text
+from .plugins.autograde import DIAGNOSIS
 
 LESSONS = ROOT / "notebooks"
 NOT_RECORDED = "insights_not_recorded"  # a test cell autograded before the grader stored its keys

@@ -21,8 +21,9 @@ from pathlib import Path
 from traitlets.config import Config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from autograder import classroom, sandbox  # noqa: E402
-from autograder.sandbox import GradingKernelManager  # noqa: E402
+from course import classroom
+from course.kernels import sandbox  # noqa: E402
+from course.kernels.manager import GradingKernelManager  # noqa: E402
 
 ASSIGNMENT = "a1_tensor_to"
 

@@ -13,7 +13,8 @@ import pytest
 import system_tools
 import torch
 
-from autograder import classroom, grading_devices
+from autograder import grading_devices
+from course import classroom
 
 
 @pytest.fixture(params=grading_devices(), ids=str)

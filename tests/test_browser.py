@@ -9,7 +9,7 @@ import shutil
 import pytest
 import torch
 
-from autograder import classroom
+from course import classroom
 from conftest import jupyter
 
 ASSIGNMENT = "a1_tensor_to"

@@ -1,4 +1,4 @@
-"""The cgroup v2 path of autograder/cgroups.py, against a cgroup file system kept in a temporary folder.
+"""The cgroup v2 path of course/kernels/cgroups.py, against a cgroup file system kept in a temporary folder.
 
 This machine (and CI) has cgroup v1 with v2 beside it without controllers, so tests/test_sandbox.py can
 only run the v1 path for real. Here `/proc/self/cgroup` and the mount table name a v2 hierarchy in a
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import cgroups
+from course.kernels import cgroups
 
 pytestmark = pytest.mark.unit  # `make test-fast`
 

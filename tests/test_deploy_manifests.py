@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autograder.cli import main
+from course.cli import main
 
 pytestmark = pytest.mark.unit  # `make test-fast`
 

@@ -19,8 +19,10 @@ import nbformat
 import pytest
 
 import unix_users
-from autograder import bundle, classroom, sandbox
 from autograder.messages import shows
+from course import classroom
+from course.authoring import student_bundle
+from course.kernels import sandbox
 
 ROOT = classroom.ROOT
 ASSIGNMENT = "a1_tensor_to"
@@ -222,13 +224,14 @@ def test_the_shared_install_is_a_copy_that_holds_no_solution_and_no_test(lifecyc
                              cwd=unix_users.home_of(user))
     assert done.returncode == 0 and done.stdout.startswith(str(m.prefix)), done.stdout + done.stderr
     package = Path(done.stdout.strip()).parent
-    course_files = {f"{assignment}{suffix}" for assignment in bundle.assignments() for suffix in (".ipynb", ".toml")}
+    course_files = {f"{assignment}{suffix}" for assignment in student_bundle.assignments() for suffix in (".ipynb", ".toml")}
     copies = [path for path in m.prefix.rglob("*") if path.name in course_files]
     assert not copies, f"the shared install holds the assignments or the corpus / 共享安装中有作业或语料库: {copies}"
     (record,) = package.parent.glob("torch_to_course-*.dist-info/RECORD")  # every file pip installed for it
     installed = [line.split(",")[0] for line in record.read_text("utf-8").splitlines() if line]
-    others = [path for path in installed if not path.startswith(("autograder/", record.parent.name + "/", "../../../bin/"))]
-    assert "autograder/checks.py" in installed and not others, f"installed beyond the package / 包以外的文件: {others}"
+    others = [path for path in installed
+              if not path.startswith(("autograder/", "course/", record.parent.name + "/", "../../../bin/"))]
+    assert {"autograder/checks.py", "course/cli.py"} <= set(installed) and not others, f"installed beyond the package / 包以外的文件: {others}"
     # what the hub of deploy/jupyterhub/ runs from there: its own command, and the servers' configuration
     shared = m.prefix / "share" / "torch-to"
     assert (m.prefix / "bin" / "jupyterhub").exists()

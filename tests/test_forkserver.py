@@ -1,7 +1,7 @@
 """Kernels forked from the warm fork server behave like freshly started ones, and share nothing.
 
 The kernels are started through jupyter_client with a kernel spec that names the provisioner, the way
-any Jupyter tool selects one (`course grade`'s workers use it through autograder.sandbox's
+any Jupyter tool selects one (`course grade`'s workers use it through course.kernels.manager's
 GradingKernelManager). Each forked kernel enters a sandbox of its own (tests/test_sandbox.py checks
 the sandbox itself, forked and not); with the sandbox turned off, kernels are forked as before.
 """
@@ -18,7 +18,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from traitlets.config import Config
 
-from autograder import forkserver, sandbox
+from course.kernels import forkserver, sandbox
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server is Linux-only")
 
@@ -175,7 +175,7 @@ def test_server_and_kernels_end_with_the_grading_process(kernel_specs, tmp_path)
         import os, sys
         from jupyter_client.kernelspec import KernelSpecManager
         from jupyter_client.manager import KernelManager
-        from autograder import forkserver
+        from course.kernels import forkserver
         manager = KernelManager(kernel_name="forked",
                                 kernel_spec_manager=KernelSpecManager(kernel_dirs={kernel_specs.kernel_dirs!r}))
         manager.start_kernel(cwd={str(tmp_path)!r})

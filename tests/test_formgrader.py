@@ -10,8 +10,8 @@ import time
 import torch
 from nbgrader.api import Gradebook
 
-from autograder import classroom
-from autograder.feedback import needs_hand_grading
+from course import classroom
+from course.plugins.feedback import needs_hand_grading
 from conftest import jupyter
 
 ASSIGNMENT = "a1_tensor_to"
@@ -41,7 +41,7 @@ def test_grading_a_written_answer_in_the_formgrader_changes_the_total(demo, page
         # the inputs are in the page's HTML before its scripts fetch the grades and comments and bind the
         # saving to them: a score typed earlier is never saved (seen under CI load). `formgrader.loaded`:
         # its start-up ran to the end, keyboard shortcuts included, offline too and under the page's
-        # Content-Security-Policy (autograder/formgrade.py)
+        # Content-Security-Policy (course/plugins/formgrade.py)
         page.wait_for_function("() => formgrader.loaded && formgrader.grades.loaded && formgrader.comments.loaded",
                                timeout=60_000)
         page.locator(f"textarea#{WRITTEN}-comment").fill(

@@ -1,4 +1,4 @@
-"""The glossary (autograder/glossary.json) and the checks built on it: every Chinese text in the course uses
+"""The glossary (course/authoring/glossary.json) and the checks built on it: every Chinese text in the course uses
 the glossary's word for each term, never a known wrong variant or calque."""
 import json
 import re
@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.glossary import missing_terms, terms, wrong_words
+from course.authoring.glossary import missing_terms, terms, wrong_words
 
 pytestmark = pytest.mark.unit  # `make test-fast`
 
@@ -89,4 +89,4 @@ def test_the_right_words_are_not_flagged(right):
                          ids=lambda path: str(path.relative_to(ROOT)))
 def test_no_chinese_text_uses_a_wrong_variant_or_a_calque(path):
     found = sorted({f"{where}: {wrong}" for where, text in chinese_texts(path) for wrong in wrong_words(text)})
-    assert not found, f"{path.name} / use the glossary's words (autograder/glossary.json): {found}"
+    assert not found, f"{path.name} / use the glossary's words (course/authoring/glossary.json): {found}"

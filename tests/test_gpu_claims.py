@@ -8,9 +8,9 @@ import nbformat
 import pytest
 import torch
 
-from autograder.classroom import ROOT
 from autograder.messages import catalogue, shows
 from autograder.practice import on_a_gpu
+from course.classroom import ROOT
 
 pytestmark = pytest.mark.unit  # `make test-fast`
 

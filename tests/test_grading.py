@@ -11,10 +11,10 @@ from collections import Counter
 import nbformat
 import pytest
 
-from autograder import classroom
-from autograder.classroom import natural_order
-from autograder.feedback import HideHiddenTests
 from autograder.messages import shows
+from course import classroom
+from course.classroom import natural_order
+from course.plugins.feedback import HideHiddenTests
 
 ASSIGNMENTS = sorted(path.name for path in (classroom.ROOT / "source").iterdir() if path.is_dir())
 CORPUS = {assignment: classroom.load_corpus(assignment) for assignment in ASSIGNMENTS}

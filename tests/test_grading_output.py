@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import torch
 
-from autograder import classroom
+from course import classroom
 
 ASSIGNMENT = "a1_tensor_to"
 CHECKSUM_WARNING = re.compile(r"WARNING\] Attribute 'checksum' for cell (\w+) has changed")

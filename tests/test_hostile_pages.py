@@ -14,7 +14,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell
 from nbgrader.api import Gradebook
 
-from autograder import classroom
+from course import classroom
 from conftest import jupyter
 
 ASSIGNMENT = "a1_tensor_to"
@@ -84,7 +84,7 @@ def test_the_feedback_page_runs_nothing_of_the_submission_and_stays_readable(gra
 
 
 # A sanitiser that misses everything (as if the submission had found its blind spot): the page's
-# Content-Security-Policy alone must then keep the payload from running (autograder/formgrade.py).
+# Content-Security-Policy alone must then keep the payload from running (course/plugins/formgrade.py).
 SANITISER_OFF = """
 c.HTMLExporter.preprocessors = []
 c.HTMLExporter.sanitize_html = False

@@ -15,10 +15,12 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from autograder import bundle, classroom, grading, insights
 from autograder.messages import catalogue
+from course import classroom, insights
+from course.authoring import student_bundle
+from course.plugins import autograde
 
-ASSIGNMENTS = bundle.assignments()
+ASSIGNMENTS = student_bundle.assignments()
 # diagnostics that say what went wrong but not which point of the course: no one section teaches them
 GENERIC = {"raised", "wrong_values", "wrong_shape", "not_answered", "expected_error", "expected_none", "not_a_module",
            "not_a_tensor"}
@@ -100,7 +102,7 @@ def test_the_page_in_a_browser(demo, page):
     (None, None, {"key": "verdict_missing"}),
 ], ids=["passed", "own-run-failed", "key-and-hint", "timed-out", "no-record"])
 def test_the_grader_names_why_a_test_cell_lost_its_points(record, kernel_error, expected):
-    assert grading.diagnosis(record, kernel_error) == expected
+    assert autograde.diagnosis(record, kernel_error) == expected
 
 
 @pytest.mark.unit
@@ -118,18 +120,18 @@ def test_the_verdict_names_only_keys_of_the_catalogue():
 def test_a_submission_cannot_plant_a_diagnosis(monkeypatch):
     """The grader replaces what a test cell's metadata claims with its own records, passed or not."""
     cells = [new_code_cell("assert True", metadata={"nbgrader": {"grade": True, "grade_id": grade_id, "points": 1},
-                                                    grading.DIAGNOSIS: {"key": "not_answered"}})
+                                                    autograde.DIAGNOSIS: {"key": "not_answered"}})
              for grade_id in ("test_a", "test_b")]
     records = {"test_a": {"passed": True}, "test_b": {"passed": False, "key": "wrong_device", "message": "…"}}
-    monkeypatch.setattr(grading.DecideGrades, "verdict", lambda self, cells, tests: records)
-    notebook, _ = grading.DecideGrades().preprocess(new_notebook(cells=cells), {})
-    assert grading.DIAGNOSIS not in notebook.cells[0].metadata
-    assert notebook.cells[1].metadata[grading.DIAGNOSIS] == {"key": "wrong_device"}
+    monkeypatch.setattr(autograde.DecideGrades, "verdict", lambda self, cells, tests: records)
+    notebook, _ = autograde.DecideGrades().preprocess(new_notebook(cells=cells), {})
+    assert autograde.DIAGNOSIS not in notebook.cells[0].metadata
+    assert notebook.cells[1].metadata[autograde.DIAGNOSIS] == {"key": "wrong_device"}
 
 
 @pytest.mark.unit
 def test_stored_diagnoses_read_only_keys_of_the_catalogue(tmp_path):
-    cell = lambda grade_id, stored: new_code_cell("", metadata={"nbgrader": {"grade_id": grade_id}, grading.DIAGNOSIS: stored})
+    cell = lambda grade_id, stored: new_code_cell("", metadata={"nbgrader": {"grade_id": grade_id}, autograde.DIAGNOSIS: stored})
     path = tmp_path / "nb.ipynb"
     nbformat.write(new_notebook(cells=[cell("a", {"key": "wrong_device", "hint": "made_up"}),
                                        cell("b", {"key": "<script>"}), cell("c", "not a dict")]), path)
@@ -162,7 +164,7 @@ def test_a_class_graded_before_the_keys_were_stored_says_so(demo, tmp_path):
     for path in (root / "autograded").glob("*/a1_tensor_to/a1_tensor_to.ipynb"):
         notebook = nbformat.read(path, as_version=4)
         for cell in notebook.cells:
-            cell.metadata.pop(grading.DIAGNOSIS, None)
+            cell.metadata.pop(autograde.DIAGNOSIS, None)
         nbformat.write(notebook, path)
     _, table = insights.write(root, "a1_tensor_to", tmp_path / "out")
     found = rows(table)

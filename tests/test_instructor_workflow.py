@@ -18,8 +18,8 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder import classroom
 from autograder.messages import shows
+from course import classroom
 
 ASSIGNMENT = "a1_tensor_to"
 BIN = Path(sys.executable).parent

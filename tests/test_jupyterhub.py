@@ -24,7 +24,7 @@ import requests
 
 import system_tools
 import unix_users
-from autograder import classroom
+from course import classroom
 
 
 ROOT = classroom.ROOT

@@ -4,7 +4,7 @@ import string
 import pytest
 
 from autograder.messages import CHINESE_SETTING, Bilingual, catalogue, message, text
-from autograder.views import to_traditional
+from course.authoring.monolingual import to_traditional
 
 pytestmark = pytest.mark.unit  # `make test-fast`
 

@@ -4,8 +4,8 @@ import re
 import nbformat
 import pytest
 
-from autograder import classroom
-from autograder.glossary import missing_terms
+from course import classroom
+from course.authoring.glossary import missing_terms
 
 ROOT = classroom.ROOT
 NOTEBOOKS = sorted([*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("source/*/*.ipynb"), *ROOT.glob("release/*/*.ipynb")])

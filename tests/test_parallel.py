@@ -12,9 +12,9 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder import classroom
-from autograder.parallel import run_jobs
 from autograder.messages import Bilingual, fingerprint, shows, text
+from course import classroom
+from course.grade import run_jobs
 
 ASSIGNMENT = "a1_tensor_to"
 JOBS = (os.cpu_count() or 1) + 2  # more jobs than cores: the SQLite gradebook must still take every grade
@@ -101,7 +101,7 @@ def test_the_course_configuration_is_loaded_once_and_names_one_gradebook(paralle
     """`course grade` reads nbgrader_config.py once (workers and kernels inherit what it loaded) and every
     part of it uses the same gradebook URL, the course's SQLite file with its busy timeout."""
     _, root, _ = parallel
-    from autograder import settings
+    from course import settings
 
     config_file, loads = root / "nbgrader_config.py", root / "config-loads.txt"
     original = config_file.read_text("utf-8")
@@ -150,7 +150,7 @@ def test_kernels_come_from_the_fork_server_unless_told_otherwise(probe_class, co
     assert done.returncode == 0, done.stdout + done.stderr
     autograded = nbformat.read(classroom.notebook_path(probe_class, "autograded", ASSIGNMENT, "probe"), as_version=4)
     command_line = autograded.cells[0].outputs[0]["text"]
-    assert ("-m autograder.forkserver" in command_line) is forked
+    assert ("-m course.kernels.forkserver" in command_line) is forked
     assert ("-m ipykernel_launcher" in command_line) is not forked
     assert classroom.scores(probe_class, ASSIGNMENT)["probe"] == classroom.max_points(ASSIGNMENT)
 
@@ -263,7 +263,7 @@ def parent_of(pid) -> int:
 
 
 def test_the_terminal_gets_each_warning_of_a_log_shortened_and_without_escape_sequences():
-    from autograder.parallel import SHOWN_LINES, warnings_in
+    from course.grade import SHOWN_LINES, warnings_in
 
     kernel_lines = "\n".join(f"  kernel> line {i}" for i in range(30))
     log = ("[AutogradeApp | INFO] Converting notebook a.ipynb\n"

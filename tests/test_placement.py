@@ -15,8 +15,8 @@ import re
 import nbformat
 import pytest
 
-from autograder import classroom
 from autograder.simulate import MACHINES
+from course import classroom
 from lessons import run_after_earlier_cells
 
 TAG = "placement"

@@ -12,9 +12,9 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from nbgrader.api import Gradebook
 
-from autograder.feedback import HideHiddenTests, RequireHandGrading, WrapDiagnostics
-from autograder.grading import DropMalformedMetadata, ForgetUnknownCells
 from autograder.messages import shows
+from course.plugins.autograde import DropMalformedMetadata, ForgetUnknownCells
+from course.plugins.feedback import HideHiddenTests, RequireHandGrading, WrapDiagnostics
 
 pytestmark = pytest.mark.unit  # `make test-fast`
 
@@ -132,7 +132,7 @@ def test_feedback_goes_out_once_every_answer_is_graded(gradebook):
 def test_status_tells_a_submission_autograde_never_reached_from_one_waiting_for_a_person(gradebook, capsys):
     """`course status`: a test cell without a score means autograde never got through the submission; a
     code answer graded by hand has none either until a person gives it one, and is waiting, not that."""
-    from autograder.cli import print_hand_grading
+    from course.cli import print_hand_grading
     from autograder.messages import text
 
     with Gradebook(gradebook) as book:

@@ -24,9 +24,9 @@ import nbformat
 import pytest
 import system_tools
 
-from autograder import classroom
-from autograder.parallel import in_shard, shard_of, submitted_students
-from autograder.sandbox import SANDBOX_UID
+from course import classroom
+from course.grade import in_shard, shard_of, submitted_students
+from course.kernels.sandbox import SANDBOX_UID
 
 ASSIGNMENT = "a1_tensor_to"
 SHARDS = 2

@@ -9,9 +9,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import checks, views
+from autograder import checks
 from autograder.messages import fingerprint
 from autograder.practice import self_check
+from course.authoring import monolingual
 from lessons import defined_names, exercises, printed, solution_code, tags
 
 pytestmark = pytest.mark.unit  # `make test-fast`
@@ -60,9 +61,9 @@ def test_every_lesson_has_two_to_four_predict_then_run_prompts(lesson):
 def test_students_get_no_answer_printed_under_a_prompt(lesson):
     """The instructor's copy keeps every output (nbval compares it); the students' copy keeps none between
     a prompt and its explanation, and every other output as it is."""
-    answers = views.answers_to_prompts(lesson)
+    answers = monolingual.answers_to_prompts(lesson)
     assert any(cell.outputs for cell in answers), "the instructor's copy shows the runs"
-    student = views.for_students(lesson)
+    student = monolingual.for_students(lesson)
     answer_ids = {cell.id for cell in answers}
     for kept, given in zip(lesson.cells, student.cells, strict=True):
         assert given.source == kept.source

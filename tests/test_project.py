@@ -6,8 +6,8 @@ import tomllib
 import pytest
 import yaml
 
-from autograder.classroom import ROOT
 from autograder.devices import cuda_required
+from course.classroom import ROOT
 
 import torch
 
@@ -101,7 +101,7 @@ def test_every_environment_variable_the_course_reads_is_in_the_readme_table():
     """One table in each language names every COURSE_* variable that the code, the configuration, the
     Makefile, CI and the tests read (quoted, or expanded by the shell), and nothing else."""
     files = [ROOT / "nbgrader_config.py", ROOT / "Makefile", ROOT / ".ci" / "run",
-             *(ROOT / "autograder").glob("*.py"), *(ROOT / "tests").glob("*.py"), *(p for p in (ROOT / "deploy").rglob("*") if p.is_file())]
+             *(ROOT / "autograder").glob("*.py"), *(ROOT / "course").rglob("*.py"), *(ROOT / "tests").glob("*.py"), *(p for p in (ROOT / "deploy").rglob("*") if p.is_file())]
     pattern = re.compile(r"[\"'](COURSE_[A-Z_]+)[\"']|\$\$?\{?(COURSE_[A-Z_]+)")
     read = {name for path in files for pair in pattern.findall(path.read_text("utf-8", errors="replace"))
             for name in pair if name}

@@ -1,5 +1,5 @@
-"""The grading sandbox itself (autograder/sandbox.py), for a kernel started as a new process and for one
-forked from the fork server (autograder/forkserver.py): seen from inside, it can write only its own
+"""The grading sandbox itself (course/kernels/sandbox.py), for a kernel started as a new process and for one
+forked from the fork server (course/kernels/forkserver.py): seen from inside, it can write only its own
 folder, read nothing of the course or other students, reach no network, has no capabilities and a clean
 environment; seen from outside, nothing it started outlives it and nothing it left can trip the grader.
 Plain `nbgrader validate` from a course folder is sandboxed too, and grading refuses to run where the
@@ -26,9 +26,10 @@ import pytest
 
 from traitlets.config import Config
 
-from autograder import classroom, sandbox
 from autograder.messages import fingerprint
-from autograder.sandbox import GradingKernelManager
+from course import classroom
+from course.kernels import sandbox
+from course.kernels.manager import GradingKernelManager
 from system_tools import missing
 
 
@@ -371,7 +372,7 @@ def test_a_killed_grader_leaves_no_sandbox_behind(mode, tmp_path):
 
 def need_cgroups():
     """A cgroup per sandbox, or a failure that says why (tests/system_tools.py)."""
-    from autograder import cgroups
+    from course.kernels import cgroups
 
     if cgroups.problem():
         missing("a cgroup for each sandbox", f"grade as root, or in a delegated cgroup: {cgroups.problem()}",
@@ -429,7 +430,7 @@ def test_a_sandboxs_group_is_gone_with_it(tmp_path):
 
 
 def test_the_groups_of_dead_graders_are_removed(tmp_path):
-    from autograder import cgroups
+    from course.kernels import cgroups
 
     need_cgroups()
     gone = subprocess.Popen(["/bin/true"])
@@ -443,7 +444,7 @@ def test_the_groups_of_dead_graders_are_removed(tmp_path):
 
 
 def test_without_cgroups_grading_goes_on_and_says_what_holds(tmp_path, monkeypatch, caplog):
-    from autograder import cgroups
+    from course.kernels import cgroups
 
     monkeypatch.setattr(cgroups, "_places", lambda: "no cgroup here (test)")
     monkeypatch.setattr(sandbox, "_said_no_group", [])
@@ -587,7 +588,7 @@ def configured_folder(tmp_path):
 @pytest.mark.parametrize("variable, on", [(None, True), ("0", True), ("1", False)])
 def test_the_course_config_turns_the_sandbox_off_only_when_told(configured_folder, monkeypatch, variable, on):
     """COURSE_NO_SANDBOX is read once, by nbgrader_config.py, into the one setting every grader reads."""
-    from autograder import settings
+    from course import settings
 
     tmp_path = configured_folder
     if variable is None:
@@ -602,7 +603,8 @@ def test_the_course_config_turns_the_sandbox_off_only_when_told(configured_folde
 def test_course_grade_no_sandbox_passes_the_setting_down_not_through_the_environment(configured_folder, monkeypatch):
     from types import SimpleNamespace
 
-    from autograder import cli, parallel
+    from course import cli
+    from course import grade as grade_module
 
     tmp_path = configured_folder
     (tmp_path / "source" / "a1").mkdir(parents=True)
@@ -613,7 +615,7 @@ def test_course_grade_no_sandbox_passes_the_setting_down_not_through_the_environ
         passed.append(config)
         return SimpleNamespace(graded=["ada"], seconds=0.0, unchanged=[], failed={}, logs=tmp_path)
 
-    monkeypatch.setattr(parallel, "grade", grade)
+    monkeypatch.setattr(grade_module, "grade", grade)
     monkeypatch.setattr(cli, "registered", lambda *a: True)
     monkeypatch.setattr(cli, "warn_not_on_roster", lambda *a: None)
     monkeypatch.setattr(cli, "print_hand_grading", lambda *a: None)

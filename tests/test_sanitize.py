@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from nbval.plugin import get_sanitize_patterns
 
-from autograder.classroom import ROOT
+from course.classroom import ROOT
 
 pytestmark = pytest.mark.unit  # `make test-fast`
 

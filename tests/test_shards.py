@@ -3,9 +3,9 @@ merge` brings the shards' autograded/ folders back (README, "Beyond one machine"
 concurrent shards into PostgreSQL, is tests/test_postgres.py."""
 import pytest
 
-from autograder.cli import main
 from autograder.messages import shows
-from autograder.parallel import in_shard, shard_of
+from course.cli import main
+from course.grade import in_shard, shard_of
 
 pytestmark = pytest.mark.unit  # `make test-fast`
 

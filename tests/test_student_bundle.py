@@ -1,8 +1,8 @@
-"""The student bundle (`make student-bundle`, autograder/bundle.py): what a student installs.
+"""The student bundle (`make student-bundle`, course/authoring/student_bundle.py): what a student installs.
 
-It must hold no solution and no hidden test, nothing from source/ or tests/, no grading-only module;
-its `autograder` package must work on its own, and `nbgrader validate` must run a release notebook's
-tests from the bundle in an environment that has neither the repository nor bubblewrap.
+It must hold no solution and no hidden test, nothing from source/, tests/ or the instructor's `course`
+package; its `autograder` package (copied whole) must work on its own, and `nbgrader validate` must run
+a release notebook's tests from the bundle in an environment that has neither the repository nor bubblewrap.
 """
 import hashlib
 import json
@@ -24,17 +24,17 @@ import pytest
 import torch
 from conftest import jupyter
 
-from autograder import bundle, classroom, views
 from autograder.messages import catalogue, shows
+from course import classroom
+from course.authoring import monolingual, student_bundle
 
 ROOT = classroom.ROOT
-GRADING_ONLY = ["sandbox", "forkserver", "parallel", "classroom", "cli", "grading", "feedback", "bundle"]
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     dest = tmp_path_factory.mktemp("bundle") / "student-bundle"
-    archive = bundle.build(dest)
+    archive = student_bundle.build(dest)
     return dest, archive
 
 
@@ -105,13 +105,16 @@ def test_a_leaked_solution_would_be_seen(tmp_path, secret):
 
 def test_bundle_holds_nothing_from_source_tests_or_grading(built):
     dest, archive = built
-    instructor_only = {digest(p): p for folder in ("source", "tests") for p in (ROOT / folder).rglob("*")
+    instructor_only = {digest(p): p for folder in ("source", "tests", "course") for p in (ROOT / folder).rglob("*")
                        if p.is_file() and p.stat().st_size > 0}
     copied = [f"{p.relative_to(dest)} = {instructor_only[digest(p)].relative_to(ROOT)}"
               for p in bundle_files(dest) if digest(p) in instructor_only]
-    assert not copied, f"files from source/ or tests/ / 来自 source/ 或 tests/ 的文件: {copied}"
-    shipped = {p.stem for p in (dest / "autograder").iterdir()}
-    assert not shipped & set(GRADING_ONLY), f"grading-only modules / 仅评分用的模块: {shipped & set(GRADING_ONLY)}"
+    assert not copied, f"files from source/, tests/ or course/ / 来自 source/、tests/ 或 course/ 的文件: {copied}"
+    assert not (dest / "course").exists(), "the instructor's package shipped / 教师端的包被打包了"
+    shipped = {p.relative_to(dest / "autograder") for p in bundle_files(dest / "autograder")}
+    kept = {p.relative_to(ROOT / "autograder") for p in bundle_files(ROOT / "autograder") if "__pycache__" not in p.parts}
+    moved = {Path(f"{module}.py") for module in student_bundle.MOVED}
+    assert shipped == kept - moved, f"not autograder/ as it is / 与 autograder/ 不同: {sorted(shipped ^ (kept - moved))}"
     assert "use_for_nbgrader" not in (dest / "nbgrader_config.py").read_text("utf-8")
     with tarfile.open(archive) as tar:
         names = {Path(n).relative_to("torch-to-student") for n in tar.getnames() if n != "torch-to-student"}
@@ -130,7 +133,7 @@ def test_the_bundles_lessons_print_no_answer_under_a_prediction(built):
     dest, _ = built
     for lesson in sorted((dest / "notebooks").glob("*.ipynb")):
         notebook = nbformat.read(lesson, as_version=4)
-        answers = views.answers_to_prompts(notebook)
+        answers = monolingual.answers_to_prompts(notebook)
         assert answers and not any(cell.outputs for cell in answers), lesson.name
         assert any(cell.outputs for cell in notebook.cells if cell.cell_type == "code"), "the rest keeps its outputs"
 

@@ -1,13 +1,13 @@
 """Untrusted submissions, graded in one class between two controls, by the real `nbgrader autograde`
 (here with every kernel a new process) and by `course grade` (kernels forked from a warm fork server,
-several submissions at a time), every kernel in its own sandbox (autograder/sandbox.py).
+several submissions at a time), every kernel in its own sandbox (course/kernels/sandbox.py).
 
 Tampering earns nothing from the point it happens and shows a bilingual note; crashes and time-outs
 cost only what did not run; broken files get a clear error; the controls keep full marks; the class
 finishes in bounded time. Attacks on what lies outside the notebook (the hidden tests, the gradebook,
 other submissions, the course's code, the network, the grader's process, environment and home, other
 kernels) all fail: the course files and other submissions are unchanged, nothing reached the network,
-no process is left behind. The cases are data: tests/corpus/untrusted.toml.
+no process is left behind. The cases are data: course/corpus/untrusted.toml.
 """
 import copy
 import hashlib
@@ -17,7 +17,6 @@ import socket
 import stat
 import threading
 import time
-import tomllib
 import uuid
 from pathlib import Path
 
@@ -27,11 +26,11 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from autograder import classroom
 from autograder.messages import shows
+from course import classroom
 
 ASSIGNMENT = "a1_tensor_to"
-CASES = tomllib.loads((classroom.ROOT / "tests" / "corpus" / "untrusted.toml").read_text("utf-8"))["case"]
+CASES = classroom.corpus("untrusted")["case"]
 CONTROLS = ["aaa-control-first", "zzz-control-last"]
 WRONG = {a.exercise: a for a in classroom.load_corpus(ASSIGNMENT) if a.id.endswith("forgot_assignment")}
 # Shorter time limits than nbgrader_config.py's, so the slow cases stay quick (and bounded) in the suite.

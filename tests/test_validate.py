@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import classroom
+from course import classroom
 
 ASSIGNMENT = "a1_tensor_to"
 

@@ -1,26 +1,26 @@
-"""The verdict (autograder/verdict.py, DecideGrades in autograder/grading.py): points come from a process
+"""The verdict (autograder/verdict.py, DecideGrades in course/plugins/autograde.py): points come from a process
 the submission's kernel never touched, so forging them earns nothing.
 
-The forgeries are data (tests/corpus/forgeries.toml); each class of them is graded by the real
+The forgeries are data (course/corpus/forgeries.toml); each class of them is graded by the real
 `nbgrader autograde` and by `course grade`, and every test cell's points are asserted.
 """
 import ast
 import logging
 import time
 import base64
-import tomllib
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from autograder import classroom, forkserver
-from autograder.grading import DecideGrades, SafeExecute, decided_outputs
 from autograder.messages import printable
 from autograder.messages import shows
 from autograder.verdict import Definitions
+from course import classroom
+from course.kernels import forkserver
+from course.plugins.autograde import DecideGrades, SafeExecute, decided_outputs
 
-FORGERIES = tomllib.loads((classroom.ROOT / "tests" / "corpus" / "forgeries.toml").read_text("utf-8"))["forgery"]
+FORGERIES = classroom.corpus("forgeries")["forgery"]
 ASSIGNMENTS = sorted({f["assignment"] for f in FORGERIES})
 CONTROL = "aaa-control"
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import bundle, classroom
-from autograder.glossary import terms
-from autograder.views import answers_to_prompts, code_to_traditional, monolingual, to_traditional
+from course import classroom
+from course.authoring import student_bundle
+from course.authoring.glossary import terms
+from course.authoring.monolingual import answers_to_prompts, code_to_traditional, monolingual, to_traditional
 
 pytestmark = pytest.mark.unit  # `make test-fast`
 
@@ -20,8 +21,8 @@ ROOT = classroom.ROOT
 LESSON = ROOT / "notebooks" / "03_module_to.ipynb"
 RELEASE = classroom.notebook_path(ROOT, "release", "a1_tensor_to")
 CJK = re.compile(r"[\u4e00-\u9fff]")
-NOTEBOOKS = bundle.student_notebooks(ROOT)  # the ten lessons and the four release notebooks
-ZH_HANT = json.loads((ROOT / "autograder" / "zh_hant.json").read_text("utf-8"))
+NOTEBOOKS = student_bundle.student_notebooks(ROOT)  # the ten lessons and the four release notebooks
+ZH_HANT = json.loads((ROOT / "course" / "authoring" / "zh_hant.json").read_text("utf-8"))
 
 
 def prose(notebook, tag):

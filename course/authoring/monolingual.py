@@ -145,6 +145,6 @@ def write_views(paths, lang: str, out: Path) -> list[Path]:
 
 
 if __name__ == "__main__":  # `make messages`: messages.json's zh-hant forms, again after any edit of a zh
-    from .messages import CATALOGUE, catalogue
+    from autograder.messages import CATALOGUE, catalogue
 
     CATALOGUE.write_text(json.dumps(traditional_messages(catalogue()), indent=2, ensure_ascii=False) + "\n", "utf-8")

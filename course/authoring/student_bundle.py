@@ -1,14 +1,14 @@
 """The student bundle: what a student installs, and nothing that gives answers away.
 
-`make student-bundle` (or `python -m autograder.bundle DEST`) writes DEST/ and DEST.tar.gz with the
-lessons, the release notebooks, the part of the `autograder` package that they import (the checks every
-test cell calls, the messages, the simulated accelerators and probes the lessons use: found by following
-the imports, so grading-only modules such as the sandbox and the fork server never ship), the student
-environment (pyproject.toml; start.py, which installs it and starts JupyterLab on any system; a Makefile) and the student configuration (deploy/student/: nbgrader's
-instructor extensions turned off, `nbgrader validate` without the grading sandbox). Nothing from
-`source/` (solutions, hidden tests) or `tests/` (the mistake corpus). tests/test_student_bundle.py checks.
+`make student-bundle` (or `python -m course.authoring.student_bundle DEST`) writes DEST/ and DEST.tar.gz
+with the lessons, the release notebooks, the `autograder` package whole (what runs in a student's or a
+grading kernel: the checks every test cell calls, the messages, the simulated accelerators and probes;
+the instructor's side is the `course` package, which never ships), the student environment
+(pyproject.toml; start.py, which installs it and starts JupyterLab on any system; a Makefile) and the
+student configuration (deploy/student/: nbgrader's instructor extensions turned off, `nbgrader validate`
+without the grading sandbox). Nothing from `source/` (solutions, hidden tests), `tests/` or `course/`
+(the mistake corpus). tests/test_student_bundle.py checks.
 """
-import ast
 import json
 import re
 import shutil
@@ -20,13 +20,14 @@ from pathlib import Path
 
 import nbformat
 
-from .views import for_students
+from .monolingual import for_students
 
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGE = "autograder"
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = "autograder"  # what runs in a student's or a grading kernel: shipped whole
+# autograder's one-line re-exports of modules that moved to `course` (issue 24), kept for old course
+# configurations: instructor code, the only modules of the package that import `course`
+MOVED = ("feedback", "formgrade", "grading", "sandbox")
 STUDENT_FILES = ROOT / "deploy" / "student"   # README, Makefile, nbgrader and Jupyter configuration
-# The student configuration imports these in nbgrader's own process (validate's kernel start-up).
-CONFIG_IMPORTS = {"kernel"}
 # Instructor-only requirements (monolingual views use OpenCC) stay out of the student environment.
 INSTRUCTOR_ONLY_REQUIREMENTS = ("opencc",)
 
@@ -37,49 +38,6 @@ def assignments(root: Path = ROOT) -> list[str]:
 
 def student_notebooks(root: Path = ROOT) -> list[Path]:
     return sorted((root / "notebooks").glob("*.ipynb")) + sorted((root / "release").glob("*/*.ipynb"))
-
-
-def _imported_modules(code: str, package_dir: Path, inside_package: bool) -> set[str]:
-    """Modules of the package that `code` imports (absolute imports, and relative ones inside it)."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:  # a notebook cell with IPython syntax (%magic, !shell): only import lines matter
-        tree = ast.parse("\n".join(line for line in code.splitlines()
-                                   if line.lstrip().startswith(("import ", "from "))))
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith(PACKAGE + ".")}
-            found |= {"__init__" for a in node.names if a.name.split(".")[0] == PACKAGE}
-        elif isinstance(node, ast.ImportFrom):
-            relative = inside_package and node.level == 1
-            if node.module and (node.module.split(".")[0] == PACKAGE or relative):
-                parts = node.module.split(".")[0 if relative else 1:]
-                found.add("__init__")
-                if parts:
-                    found.add(parts[0])
-            if node.module in (PACKAGE, None) and (node.module == PACKAGE or relative):
-                # `from autograder import checks`: a name that is a module of the package
-                found |= {a.name for a in node.names if (package_dir / f"{a.name}.py").exists()}
-                found.add("__init__")
-    return found
-
-
-def student_modules(root: Path = ROOT) -> list[str]:
-    """The package's modules the lessons and release notebooks import, directly or through each other."""
-    package_dir = root / PACKAGE
-    wanted = set(CONFIG_IMPORTS)
-    for path in student_notebooks(root):
-        for cell in nbformat.read(path, as_version=4).cells:
-            if cell.cell_type == "code":
-                wanted |= _imported_modules(cell.source, package_dir, inside_package=False)
-    todo = list(wanted)
-    while todo:
-        module = todo.pop()
-        imported = _imported_modules((package_dir / f"{module}.py").read_text("utf-8"), package_dir, True)
-        todo += sorted(imported - wanted)
-        wanted |= imported
-    return sorted(wanted)
 
 
 def requirements(root: Path = ROOT) -> list[str]:
@@ -136,13 +94,8 @@ def build(dest: Path, root: Path = ROOT) -> Path:
     dest.mkdir(parents=True)
     shutil.copytree(STUDENT_FILES, dest, dirs_exist_ok=True)
     (dest / "pyproject.toml").write_text(pyproject(root), "utf-8")
-    package = dest / PACKAGE
-    package.mkdir()
-    modules = student_modules(root)
-    for module in modules:
-        shutil.copy2(root / PACKAGE / f"{module}.py", package)
-        if (root / PACKAGE / f"{module}.json").exists():  # messages.json: the catalogue messages.py reads
-            shutil.copy2(root / PACKAGE / f"{module}.json", package)
+    shutil.copytree(root / PACKAGE, dest / PACKAGE,
+                    ignore=shutil.ignore_patterns("__pycache__", *(f"{module}.py" for module in MOVED)))
     (dest / "notebooks" / "figures").mkdir(parents=True)
     for lesson in sorted((root / "notebooks").glob("*.ipynb")):  # no answer printed under a prompt
         nbformat.write(for_students(nbformat.read(lesson, as_version=4)), dest / "notebooks" / lesson.name)

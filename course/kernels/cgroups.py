@@ -3,7 +3,7 @@
 `RLIMIT_DATA` and `RLIMIT_CPU` bound each process of a kernel alone: three forked children, a shared
 anonymous mapping (which `RLIMIT_DATA` does not count) or 3,000 threads each pass them, and one student
 can push the machine into the OOM killer while others are graded. Linux bounds a group of processes with
-a cgroup: each sandbox (autograder/sandbox.py) gets one of its own, made under the grader's own cgroup,
+a cgroup: each sandbox (course/kernels/sandbox.py) gets one of its own, made under the grader's own cgroup,
 with `memory.max` (shared mappings, tmpfs pages and children included) and `pids.max` (threads count too).
 
 Where it can: cgroup v2 with the `memory` and `pids` controllers delegated to the grader (systemd-run
@@ -13,7 +13,7 @@ Where it can: cgroup v2 with the `memory` and `pids` controllers delegated to th
 
 The sandbox's first process joins its group before it becomes bwrap (`wrap`), so everything the sandbox
 starts is inside from its first instruction; a kernel forked into a sandbox joins it from the fork
-server's middle process, before it enters the sandbox's namespaces (autograder/forkserver.py).
+server's middle process, before it enters the sandbox's namespaces (course/kernels/forkserver.py).
 """
 import functools
 import os

@@ -6,7 +6,7 @@ new process that never ran anyone's code, ready in a fraction of the time.
 
 `ForkedKernelProvisioner` is a jupyter_client kernel provisioner (entry point
 `course-forked-provisioner`; `course grade`'s workers use it through
-`autograder.sandbox.GradingKernelManager`). It only replaces how the kernel process is created:
+`course.kernels.manager.GradingKernelManager`). It only replaces how the kernel process is created:
 connection file, signals, interrupts and shutdown are jupyter_client's LocalProvisioner's. Anything it
 cannot fork (another OS, another kernel command, redirected streams, a server that will not start) gets
 `SandboxedProvisioner`'s launch: a new process in a new sandbox.
@@ -15,12 +15,12 @@ cannot fork (another OS, another kernel command, redirected streams, a server th
 so a forked kernel must enter one before it runs anything, and must carry nothing across:
 
 1. For every kernel, the grading process first builds a complete sandbox with bubblewrap, exactly as
-   for a kernel started as a new process (autograder/sandbox.py: namespaces, read-only runtime, one
+   for a kernel started as a new process (course/kernels/sandbox.py: namespaces, read-only runtime, one
    writable folder, private /tmp), around a holder process (`sleep`), and waits until the holder runs
    (bwrap has then finished every mount, the uid switch and the capability drop).
 2. It passes the server a pidfd of the holder (SCM_RIGHTS). The server forks a middle process, which
    alone reads the request (the server never holds a student's folder or arguments in its memory),
-   joins the sandbox's cgroup where it has one (autograder/cgroups.py), then all the holder's namespaces
+   joins the sandbox's cgroup where it has one (course/kernels/cgroups.py), then all the holder's namespaces
    at once with `setns(pidfd, user|mnt|pid|net|ipc|uts|cgroup)` — its root becomes the sandbox's root, so every path outside the sandbox is gone — and forks the kernel,
    which is therefore inside the sandbox's PID namespace. The middle process exits.
 3. The kernel, before any student code: drops every capability the join gave it in the sandbox's user
@@ -58,8 +58,9 @@ import sys
 import time
 import traceback
 
-from . import cgroups
-from .kernel import refuse_tracing
+from autograder.kernel import refuse_tracing
+
+from . import cgroups, sandbox
 from .sandbox import SandboxedProvisioner
 
 NAME = "course-forked-provisioner"
@@ -141,8 +142,6 @@ def fork_into(sandbox, python, args, env, kept=(), verdict=False):
 def autograde_environment() -> dict:
     """What a sandboxed process's environment is while nbgrader autogrades: the kernels' and the
     verdict's, so that one fork server serves both."""
-    from . import sandbox
-
     return sandbox.environment({**os.environ, "NBGRADER_EXECUTION": "autograde"})
 
 
@@ -165,8 +164,6 @@ def prestart_for_autograde(config):
     """Start this process's fork server for sandboxed autograde kernels now, so that its imports
     overlap nbgrader's work on the first submission (the first kernel would start it anyway). `config`:
     the command's Config (whether the sandbox is on)."""
-    from . import sandbox
-
     if sys.platform.startswith("linux") and sandbox.enabled(config) and not sandbox.problem():
         # what a sandboxed kernel's environment will be while nbgrader autogrades (the server's key)
         fork_server(sys.executable, autograde_environment())
@@ -182,7 +179,7 @@ class ForkServer:
         ours, theirs = socket.socketpair()
         # the server's environment is the kernels' (clean in a sandbox): a forked kernel inherits the
         # server's memory, /proc/self/environ included
-        self.process = subprocess.Popen([python, "-m", "autograder.forkserver", str(theirs.fileno())],
+        self.process = subprocess.Popen([python, "-m", "course.kernels.forkserver", str(theirs.fileno())],
                                         pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, cwd="/")
         theirs.close()
         self.channel, self.replies = ours, ours.makefile("r")
@@ -191,7 +188,7 @@ class ForkServer:
         """A kernel forked from the server; `fds`: the sandbox holder's pidfd, the kernel's output, and
         descriptors the process keeps. With `verdict`, the verdict process instead of a kernel: `args`
         are its arguments after the result pipe's descriptor (the first kept one). `group`: the
-        sandbox's cgroup (autograder/cgroups.py), which the process joins before it enters the sandbox."""
+        sandbox's cgroup (course/kernels/cgroups.py), which the process joins before it enters the sandbox."""
         request = json.dumps({"args": args, "env": dict(env), "cwd": cwd, "sandboxed": bool(fds),
                               "verdict": verdict, "group": group.procs_files if group else []})
         try:
@@ -248,7 +245,7 @@ class AdoptedProcess:
         self.send_signal(signal.SIGKILL)
 
 
-# The server's end: `python -m autograder.forkserver FD`.
+# The server's end: `python -m course.kernels.forkserver FD`.
 
 def serve(fd):
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C in the terminal ends it quietly
@@ -384,7 +381,7 @@ def _run_kernel(request, ready_writer, output, middle, kept=()):
         os.environ.clear()
         os.environ.update(request["env"])
         if request.get("verdict"):
-            from . import verdict  # as `python -I -m autograder.verdict FD ARGS`: no folder on sys.path
+            from autograder import verdict  # as `python -I -m autograder.verdict FD ARGS`: no folder on sys.path
             sys.argv = [verdict.__file__, str(kept[0]), *request["args"]]
             verdict.main()
             status = 0

@@ -15,7 +15,7 @@ bubblewrap (`bwrap`, Debian's `bubblewrap`, the sandbox under Flatpak), so that 
 * a clean environment (PATH, HOME on the private `/tmp`, the locale, and the few variables grading
   itself uses, `PASSED_VARIABLES`), not the grader's;
 * where cgroups can be made, a cgroup of its own that bounds all its processes together: memory (shared
-  mappings included) and the number of processes and threads (autograder/cgroups.py);
+  mappings included) and the number of processes and threads (course/kernels/cgroups.py);
 * a life no longer than the grading: the kernel is the sandbox's first process (or, with the fork
   server, joins its namespaces), the sandbox dies with the grading process (`--die-with-parent`), and
   when the kernel ends, the sandbox's PID namespace ends and takes every process it started with it.
@@ -34,8 +34,8 @@ set-user-ID bits are cleared.
 
 `SandboxedProvisioner` is a jupyter_client kernel provisioner (entry point
 `course-sandboxed-provisioner`): the sandbox replaces how the kernel process is created, nothing else.
-`GradingKernelManager` chooses it for nbgrader (nbgrader_config.py: `use_for_nbgrader()`), or
-`autograder.forkserver.ForkedKernelProvisioner` in `course grade`'s workers, which forks kernels from a
+`GradingKernelManager` (manager.py) chooses it for nbgrader (nbgrader_config.py: `use_for_nbgrader()`), or
+`course.kernels.forkserver.ForkedKernelProvisioner` in `course grade`'s workers, which forks kernels from a
 warm server into sandboxes of the same shape. Where the sandbox cannot start (no bwrap, no user
 namespaces, not Linux), grading refuses to run unless the instructor explicitly turns the sandbox off:
 `course grade --no-sandbox`, or `COURSE_NO_SANDBOX=1` for plain nbgrader (logged on every kernel). Both
@@ -53,18 +53,17 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections import deque
 from pathlib import Path
 
-from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Bool
 from traitlets.config import Configurable
 
+from autograder.kernel import no_tracing_filter
+from autograder.messages import message, printable
+
 from . import cgroups
-from .kernel import no_tracing_filter
-from .messages import message, printable
 
 NAME = "course-sandboxed-provisioner"
 NO_SANDBOX_VARIABLE = "COURSE_NO_SANDBOX"  # read by nbgrader_config.py, into Sandbox.enabled
@@ -84,7 +83,7 @@ HOST_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/lo
 COURSE_MARKERS = ("nbgrader_config.py", "gradebook.db", "source", "submitted", "autograded", "release")
 OUTPUT_KEPT = 8192  # bytes of a kernel's own stdout/stderr kept for the grader's log
 SOCKETS_BYTES = 1 * 2**20  # the sockets' own tmpfs: sockets take no space, nothing else belongs there
-# each sandbox as a whole, where cgroups can be made (autograder/cgroups.py); use_for_nbgrader() sets them
+# each sandbox as a whole, where cgroups can be made (course/kernels/cgroups.py); use_for_nbgrader() sets them
 GROUP_MEMORY_BYTES = 6 * 2**30  # every process of the sandbox together: shared mappings and tmpfs included
 GROUP_PROCESSES = 512  # processes and threads
 PRIVATE_PREFIX = "course-kernel-"  # + the grading process's pid: a sandbox's private folder in /tmp
@@ -96,7 +95,7 @@ class SandboxError(RuntimeError):
 
 class Sandbox(Configurable):
     """Whether grading runs sandboxed: the kernels (SandboxedProvisioner, ForkedKernelProvisioner) and the
-    verdict (autograder.grading.DecideGrades). nbgrader_config.py sets it from COURSE_NO_SANDBOX for plain
+    verdict (course.plugins.autograde.DecideGrades). nbgrader_config.py sets it from COURSE_NO_SANDBOX for plain
     nbgrader; `course grade --no-sandbox` sets it in the Config the command passes down."""
 
     enabled = Bool(True, help="Run every grading kernel and verdict in its own sandbox. Off, submissions "
@@ -193,7 +192,7 @@ class KernelSandbox:
     """One sandbox: its private folder (sockets, connection file, /etc files), its bwrap process, and
     the working folder it may write. `start(command)` runs a kernel command as the sandbox's first
     process; `start_holder()` starts a sandbox whose first process only holds it open, for a kernel
-    forked from the fork server to join (autograder/forkserver.py)."""
+    forked from the fork server to join (course/kernels/forkserver.py)."""
 
     def __init__(self, work_dir, log=None):
         require()
@@ -552,37 +551,3 @@ def _ipykernel_banner(line: str) -> bool:
 
     return not line.strip() or line in _ctrl_c_message.splitlines() or bool(
         re.fullmatch(r"To connect another client to this kernel, use:|\s+--existing \S+", line))
-
-
-class GradingKernelManager(AsyncKernelManager):
-    """The kernel manager of nbgrader's Execute preprocessors: every kernel sandboxed, started as a
-    new process, or forked from this process's warm fork server (`fork_server`: the course's
-    nbgrader_config.py sets it, `course grade --no-fork-server` unsets it)."""
-
-    fork_server = Bool(False, config=True, help="Fork each kernel from this process's warm fork server "
-                       "(autograder/forkserver.py) rather than start it as a new process.")
-
-    async def _async_pre_start_kernel(self, **kw):
-        if self.provisioner is None:
-            if self.fork_server:
-                from .forkserver import ForkedKernelProvisioner as provisioner_class
-            else:
-                provisioner_class = SandboxedProvisioner
-            self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
-            self.provisioner = provisioner_class(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec,
-                                                 parent=self)
-        return await super()._async_pre_start_kernel(**kw)
-
-
-def use_for_nbgrader(group_memory_bytes=None, group_processes=None):
-    """Make nbgrader's own Execute preprocessor (the one `nbgrader validate` runs; nbgrader does not
-    let its list be configured) start its kernels with GradingKernelManager. Called from
-    nbgrader_config.py; autograde's SafeExecute asks for it directly. The limits are those of each
-    sandbox as a whole (its cgroup)."""
-    global GROUP_MEMORY_BYTES, GROUP_PROCESSES
-    from nbgrader.preprocessors import execute
-
-    GROUP_MEMORY_BYTES = group_memory_bytes or GROUP_MEMORY_BYTES
-    GROUP_PROCESSES = group_processes or GROUP_PROCESSES
-
-    execute.AsyncKernelManager = GradingKernelManager

@@ -15,9 +15,10 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor, OverwriteCells
 from traitlets import Bool, Integer
 
-from . import forkserver, sandbox
-from .messages import message, printable
-from .sandbox import GradingKernelManager
+from autograder.messages import message, printable
+
+from ..kernels import forkserver, sandbox
+from ..kernels.manager import GradingKernelManager
 
 RECORDS_LIMIT = 4 * 2**20  # bytes of verdict records read from the verdict process
 def is_test_cell(cell) -> bool:
@@ -127,7 +128,7 @@ class SafeExecute(Execute):
                                          "not yet run earn nothing (a slow notebook cannot hold the class)").tag(config=True)
 
     def __init__(self, *args, **kwargs):
-        # every kernel in its own sandbox (autograder/sandbox.py); nbgrader's Execute would pick
+        # every kernel in its own sandbox (course/kernels/sandbox.py); nbgrader's Execute would pick
         # jupyter_client's AsyncKernelManager
         kwargs["kernel_manager_class"] = GradingKernelManager
         super().__init__(*args, **kwargs)

@@ -17,7 +17,7 @@ from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Bool, List, Unicode
 
-from .messages import message
+from autograder.messages import message
 
 # The feedback page's template (nbgrader_config.py): nbgrader's, without MathJax from a CDN. Setting
 # extra_template_basedirs replaces nbgrader's default, so its own template folder is listed too.

@@ -4,7 +4,7 @@ The instructor opens that page logged in: a script in it could change grades thr
 API, or run code as the instructor. The sanitiser (nbgrader_config.py) removes every script from what
 the submission shows; should it miss one, the page's policy still runs none of it. nbgrader renders the
 page with nbconvert's HTMLExporter and its `formgrade` template; the course's `course_formgrade`
-template (autograder/templates) extends it and puts the policy in <head>, after nbgrader's own scripts
+template (course/plugins/templates) extends it and puts the policy in <head>, after nbgrader's own scripts
 (see the template). After that point the page may run no script but nbgrader's own that come later,
 each named by its hash: the tooltips and the two click handlers of the navigation bar (showing and
 hiding the student's name).

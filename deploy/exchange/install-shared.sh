@@ -22,9 +22,10 @@ umask 022
 # and two installs at once (CI's two builds) don't race in one build/ ("File exists: build/bdist...").
 staging=$(mktemp -d)
 trap 'rm -rf "$staging"' EXIT
-cp -R "$checkout/pyproject.toml" "$checkout/README.md" "$checkout/autograder" "$staging"
-# Not editable: pip copies the `autograder` package into PREFIX, so the checkout, with source/ (solutions,
-# hidden tests) and tests/ (the mistake corpus), can stay private to the instructor (chmod 700).
+cp -R "$checkout/pyproject.toml" "$checkout/README.md" "$checkout/autograder" "$checkout/course" "$staging"
+rm -r "$staging/course/corpus"  # every user can read PREFIX, and the corpora hold right answers to every exercise
+# Not editable: pip copies the `autograder` and `course` packages into PREFIX, so the checkout, with source/
+# (solutions, hidden tests) and course/corpus/ (the mistake corpora), can stay private to the instructor (chmod 700).
 "$prefix/bin/pip" install --quiet --disable-pip-version-check "$staging[hub]" "$@"
 # the Jupyter configuration of students' and instructors' hub servers, readable by every user
 # (deploy/jupyterhub/jupyterhub_config.py takes it from here when it is here)
