@@ -125,7 +125,7 @@ clean:
 	rm -rf build gradebook.db submitted autograded feedback
 
 .PHONY: mutation
-mutation: install  ## mutation testing (mutmut) of autograder/checks.py against the fast unit tests; lists surviving mutants
+mutation: install  ## mutation testing (mutmut) of autograder/checks/ against the fast unit tests; lists surviving mutants
 	test -x $(BIN)/mutmut || $(BIN)/pip install --quiet --disable-pip-version-check "mutmut>=3.8,<4"
 	rm -rf build/mutation && mkdir -p build/mutation
 	cp -R pyproject.toml autograder tests build/mutation/

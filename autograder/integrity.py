@@ -20,7 +20,14 @@ WATCHED = {
                         "named_modules", "state_dict", "__setattr__", "__getattr__"],
     "torch.nn": ["Module", "Parameter"],
     "builtins": ["isinstance", "type", "getattr", "vars", "len", "all", "any", "print", "__import__", "id"],
-    "autograder.checks": None,  # every function, private ones too (`_fail`)
+    # every function of the checks' namespace and of each module they live in, private ones too (`_fail`)
+    "autograder.checks": None,
+    "autograder.checks.core": None,
+    "autograder.checks.tensors": None,
+    "autograder.checks.modules": None,
+    "autograder.checks.training": None,
+    "autograder.checks.data": None,
+    "autograder.checks.checkpoints": None,
     "autograder.messages": ["message", "text", "catalogue"],
     "autograder.devices": ["grading_devices", "same_device", "has_data"],
     "autograder.integrity": ["verify", "watched"],

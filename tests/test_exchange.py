@@ -231,7 +231,7 @@ def test_the_shared_install_is_a_copy_that_holds_no_solution_and_no_test(lifecyc
     installed = [line.split(",")[0] for line in record.read_text("utf-8").splitlines() if line]
     others = [path for path in installed
               if not path.startswith(("autograder/", "course/", record.parent.name + "/", "../../../bin/"))]
-    assert {"autograder/checks.py", "course/cli.py"} <= set(installed) and not others, f"installed beyond the package / 包以外的文件: {others}"
+    assert {"autograder/checks/core.py", "course/cli.py"} <= set(installed) and not others, f"installed beyond the package / 包以外的文件: {others}"
     # what the hub of deploy/jupyterhub/ runs from there: its own command, and the servers' configuration
     shared = m.prefix / "share" / "torch-to"
     assert (m.prefix / "bin" / "jupyterhub").exists()

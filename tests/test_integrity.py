@@ -1,5 +1,6 @@
 """Tampering with PyTorch or the course's helpers is seen, and stays seen."""
 import builtins
+from pathlib import Path
 
 import pytest
 import torch
@@ -38,13 +39,20 @@ def test_nothing_patched_verifies():
     (nn.Module, "to", lambda self, *a, **k: self),
     (torch, "device", lambda *a, **k: "meta"),
     (checks, "assert_device", lambda *a, **k: None),
+    (checks.core, "_fail", lambda *a, **k: None),  # what every check calls, in the module the checks live in
+    (checks.tensors, "assert_tensor", lambda *a, **k: None),
     (builtins, "print", lambda *a, **k: None),  # a builtin pytest itself does not need while this runs
 ], ids=["Tensor.to", "Tensor.device", "Tensor.dtype", "Module.to", "torch.device", "checks.assert_device",
-        "builtins.print"])
+        "checks.core._fail", "checks.tensors.assert_tensor", "builtins.print"])
 def test_a_patch_is_reported_by_name(monkeypatch, owner, name, replacement):
     monkeypatch.setattr(owner, name, replacement)
     shown = tampering_reported(integrity.verify, "to_device")
     assert name in shown
+
+
+def test_every_module_of_the_checks_is_watched():
+    modules = {f"autograder.checks.{p.stem}" for p in Path(checks.__file__).parent.glob("*.py") if p.stem != "__init__"}
+    assert modules and modules <= set(integrity.WATCHED), sorted(modules - set(integrity.WATCHED))
 
 
 def test_student_calls_are_checked_before_and_after():

@@ -171,7 +171,7 @@ def test_writes_only_its_own_folder(kernel, course):
                "other student": course / "autograded/other/a1", "autograder package": package,
                "environment": Path(sys.prefix), "interpreter": Path(sys.base_prefix), "usr": Path("/usr"),
                "root": Path("/"), "etc": Path("/etc"), "dev": Path("/dev")}
-    appends = {"course config": course / "nbgrader_config.py", "checks.py": package / "checks.py"}
+    appends = {"course config": course / "nbgrader_config.py", "checks/core.py": package / "checks" / "core.py"}
     name = f"written-{uuid.uuid4().hex[:8]}"
     hashes = {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in appends.values()}
     result = kernel.evaluate(f"""
@@ -196,7 +196,7 @@ def test_writes_only_its_own_folder(kernel, course):
     # seen from inside: the runtime and the system are read-only (a course kept under /tmp shows as an
     # empty folder of the kernel's private /tmp: writing there changes nothing outside, as checked above)
     assert result["own folder"] and result["private tmp"]
-    assert not any(result[what] for what in ("autograder package", "checks.py", "environment", "interpreter",
+    assert not any(result[what] for what in ("autograder package", "checks/core.py", "environment", "interpreter",
                                               "usr", "root", "etc", "dev", "other student"))
 
 

@@ -40,6 +40,11 @@ def student_notebooks(root: Path = ROOT) -> list[Path]:
     return sorted((root / "notebooks").glob("*.ipynb")) + sorted((root / "release").glob("*/*.ipynb"))
 
 
+def student_packages(root: Path = ROOT) -> list[str]:
+    """The `autograder` package and its subpackages (`autograder.checks`), as setuptools names them."""
+    return [".".join(init.parent.relative_to(root).parts) for init in (root / PACKAGE).rglob("__init__.py")]
+
+
 def requirements(root: Path = ROOT) -> list[str]:
     """The course's requirements for students, with torch pinned to the grader's version (the one that
     builds the bundle): a student's notebook runs on the PyTorch its grade is decided on. The local label
@@ -76,7 +81,7 @@ requires-python = {json.dumps(project["requires-python"])}
 dependencies = {json.dumps(requirements(root), ensure_ascii=False)}
 
 [tool.setuptools]
-packages = [{json.dumps(PACKAGE)}]
+packages = {json.dumps(sorted(student_packages(root)))}
 
 [tool.setuptools.package-data]
 {PACKAGE} = ["*.json"]

@@ -1,0 +1,81 @@
+"""Checks of checkpoints across devices and ranks: where `map_location` sends each storage, the
+rank-0 checkpoint, and loading on a rank, all without a GPU.
+"""
+from collections.abc import Mapping
+from os.path import exists as _exists  # bound once: a submission that replaces os.path.exists fools nothing
+
+import torch
+
+from ..messages import text
+from .core import _dtype_of, _fail, _name
+from .tensors import assert_dtype, assert_values
+
+
+def restored_locations(path, map_location):
+    """Where `torch.load(path, map_location=map_location)` would put each storage, without a GPU: the
+    location strings PyTorch's restore step receives, in order; every storage itself stays on the CPU."""
+    import torch.serialization
+    from unittest import mock
+
+    locations = []
+
+    def record(storage, location):
+        locations.append(location)
+        return storage
+
+    with mock.patch.object(torch.serialization, "default_restore_location", record):
+        torch.load(path, map_location=map_location, weights_only=True)
+    return locations
+
+
+def assert_map_location(map_location, rank, world_size, folder, what):
+    """A dict that sends tensors saved from each of "cuda:0" … "cuda:<world_size-1>" to "cuda:<rank>",
+    and leaves tensors saved from the CPU on the CPU: checked by loading checkpoints saved as if from there."""
+    __tracebackhide__ = True
+    import pathlib
+    import torch.serialization
+    from unittest import mock
+
+    if not isinstance(map_location, dict):
+        _fail("map_not_dict", what=what, found=f"{_name(map_location)} {map_location!r}")
+    for saved in [f"cuda:{index}" for index in range(world_size)] + ["cpu"]:
+        path = pathlib.Path(folder) / f"saved_from_{saved.replace(':', '_')}.pt"
+        with mock.patch.object(torch.serialization, "location_tag", lambda storage, saved=saved: saved):
+            torch.save({"weight": torch.ones(2)}, path)
+        (found,) = restored_locations(path, map_location)
+        if saved == "cpu" and found != "cpu":
+            _fail("map_moves_cpu", what=what, found=repr(found))
+        if saved != "cpu" and found != f"cuda:{rank}":
+            _fail("map_wrong_target", what=what, saved=repr(saved), found=repr(found), rank=rank, last=world_size - 1)
+
+
+def assert_rank_zero_checkpoint(path, rank, expected, what):
+    """Rank 0 wrote a state dict at `path` with the keys and values of `expected`; other ranks wrote nothing."""
+    __tracebackhide__ = True
+    if rank != 0:
+        if _exists(path):
+            _fail("saved_on_other_rank", what=what, rank=rank)
+        return
+    if not _exists(path):
+        _fail("not_saved", what=what)
+    try:
+        saved = torch.load(path, weights_only=True)
+    except Exception:  # a pickled module object is refused by weights_only loading
+        saved = torch.load(path, weights_only=False)
+    if not isinstance(saved, Mapping) or not all(isinstance(v, torch.Tensor) for v in saved.values()):
+        _fail("checkpoint_not_state_dict", what=what, found=_name(saved))
+    if set(saved) != set(expected):  # the instructions ask for the state dict, not for its order
+        _fail("checkpoint_keys", what=what, expected=list(expected), found=list(saved))
+    for key, tensor in expected.items():
+        assert_dtype(saved[key], _dtype_of(tensor), f"{what}: {key}")
+        assert_values(saved[key], tensor, f"{what}: {key}")
+
+
+def assert_loads_on_rank(path, map_location, rank, world_size, what):
+    """Every storage of the checkpoint at `path` would load onto "cuda:<rank>" with this `map_location`."""
+    __tracebackhide__ = True
+    places = restored_locations(path, map_location)
+    wrong = [place for place in places if place != f"cuda:{rank}"]
+    if wrong:
+        _fail("map_wrong_target", what=what, saved=text("saved_checkpoint"), found=repr(wrong[0]), rank=rank,
+              last=world_size - 1)

@@ -1,0 +1,61 @@
+"""What every check stands on: `call` (a student's function, its errors turned into diagnostics), `_fail`,
+the errors PyTorch raises for the classic mistakes (`KNOWN_ERRORS`), and a tensor's device and dtype read
+through PyTorch's C type.
+"""
+import re
+import warnings
+
+import torch
+from torch import nn
+
+from .. import integrity
+from ..messages import diagnostic
+
+# Read a tensor's device and dtype through PyTorch's C type, which Python code cannot patch, and accept
+# only real tensors: a patched `torch.Tensor.device` or an imitation object cannot fake a result.
+_TENSOR_TYPES = (torch.Tensor, nn.Parameter)
+_device_of = torch._C.TensorBase.device.__get__
+_dtype_of = torch._C.TensorBase.dtype.__get__
+
+# Errors PyTorch raises for the classic mistakes, and the message that explains each.
+KNOWN_ERRORS = [
+    (re.compile(r"Expected all tensors to be on the same device|is not on the expected device"), "device_mismatch"),
+    (re.compile(r"Attempting to deserialize object on a CUDA device"), "cuda_checkpoint"),
+    (re.compile(r"Can't call numpy\(\) on Tensor that requires grad"), "numpy_requires_grad"),
+    (re.compile(r"unsupported ScalarType BFloat16"), "numpy_bfloat16"),
+    (re.compile(r"_scale is None"), "amp_scale_not_used"),  # GradScaler.unscale_/step before any scale()
+    (re.compile(r"Default process group has not been initialized"), "no_process_group"),  # a4
+]
+
+
+def _name(obj) -> str:
+    return type(obj).__qualname__
+
+
+def _fail(key, **fields):
+    __tracebackhide__ = True
+    raise diagnostic(key, **fields)
+
+
+def call(what, function, *args, **kwargs):
+    """Run a student's function; an exception it raises becomes a bilingual failure, chained to it.
+
+    Warnings it emits are recorded, not printed: nbgrader gives zero to a test cell that writes to
+    stderr, and a correct answer must not lose points to a PyTorch warning. Failures still raise.
+    """
+    __tracebackhide__ = True
+    integrity.verify(what)
+    try:
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            result = function(*args, **kwargs)
+    except NotImplementedError as error:
+        if not str(error):  # the release's stub, `raise NotImplementedError()`, not PyTorch's own
+            raise diagnostic("not_answered", what=what) from error
+        raise diagnostic("raised", what=what, error=f"NotImplementedError: {str(error).splitlines()[0]}") from error
+    except Exception as error:
+        shown = f"{_name(error)}: {str(error).splitlines()[0] if str(error) else ''}"
+        key = next((key for pattern, key in KNOWN_ERRORS if pattern.search(str(error))), "raised")
+        raise diagnostic(key, what=what, error=shown) from error
+    integrity.verify(what)
+    return result

@@ -1,0 +1,170 @@
+"""Checks of one tensor or a nested batch of them: type, device, dtype, shape, values, randomness,
+identity, and its place in the autograd graph.
+"""
+from collections.abc import Mapping
+
+import torch
+
+from ..devices import has_data, same_device
+from ..messages import text
+from .core import _device_of, _dtype_of, _fail, _name, _TENSOR_TYPES
+
+
+def assert_tensor(obj, what):
+    __tracebackhide__ = True
+    if type(obj) not in _TENSOR_TYPES:
+        _fail("not_a_tensor", what=what, found=_name(obj))
+
+
+def assert_torch_device(obj, what):
+    __tracebackhide__ = True
+    if not isinstance(obj, torch.device):
+        _fail("not_a_device", what=what, found=f"{_name(obj)} {obj!r}")
+
+
+def assert_device_choice(chosen, expected, what, hint):
+    """`chosen` is a torch.device naming `expected` (an unindexed expectation accepts any index)."""
+    __tracebackhide__ = True
+    assert_torch_device(chosen, what)
+    expected = torch.device(expected)
+    if expected.index is None and chosen.type == expected.type or chosen == expected:
+        return
+    _fail("wrong_device_type", what=what, expected=expected, found=chosen, hint=text(hint))
+
+
+def assert_device(t, device, what, original=None):
+    """`t` lives on `device`; when `t` is `original` itself, diagnose the forgotten `x = x.to(...)`."""
+    __tracebackhide__ = True
+    assert_tensor(t, what)
+    if same_device(_device_of(t), device):
+        return
+    if original is not None and t is original:
+        _fail("forgot_assignment",
+              what=what, expected=torch.device(device), found=_device_of(t))
+    _fail("wrong_device", what=what, expected=torch.device(device), found=_device_of(t))
+
+
+def assert_dtype(t, dtype, what, hint="dtype_hint_keep", original=None):
+    """`t` has `dtype`; when `t` is `original` itself, diagnose the forgotten `x = x.to(...)`."""
+    __tracebackhide__ = True
+    assert_tensor(t, what)
+    if _dtype_of(t) != dtype and original is not None and t is original:
+        _fail("forgot_assignment_dtype", what=what, expected=dtype, found=_dtype_of(t))
+    if _dtype_of(t) != dtype:
+        _fail("wrong_dtype", what=what, expected=dtype, found=_dtype_of(t), hint=text(hint))
+
+
+def assert_shape(t, shape, what):
+    __tracebackhide__ = True
+    assert_tensor(t, what)
+    if tuple(t.shape) != tuple(shape):
+        _fail("wrong_shape", what=what, expected=tuple(shape), found=tuple(t.shape))
+
+
+def assert_values(t, expected, what, atol=0.0):
+    """Same values as `expected` (compared in float64 on the CPU); skipped where there is no data."""
+    __tracebackhide__ = True
+    assert_tensor(t, what)
+    assert_shape(t, expected.shape, what)
+    if not (has_data(_device_of(t)) and has_data(_device_of(expected))):
+        return
+    diff = (t.detach().cpu().double() - expected.detach().cpu().double()).abs()
+    largest = diff.max().item() if diff.numel() else 0.0
+    if not largest <= atol:  # also catches NaN
+        _fail("wrong_values", what=what, diff=f"{largest:.3g}")
+
+
+def assert_random(t, what):
+    """Not one value repeated everywhere (the text asks for random values); skipped where there is no data."""
+    __tracebackhide__ = True
+    assert_tensor(t, what)
+    if not has_data(_device_of(t)) or t.numel() < 2:
+        return
+    values = t.detach().flatten()
+    if bool((values == values[0]).all()):
+        _fail("not_random", what=what, value=f"{values[0].item():g}")
+
+
+def assert_is(obj, expected, what, hint):
+    __tracebackhide__ = True
+    if obj is not expected:
+        _fail("not_same_object", what=what, expected_type=_name(expected), found_type=_name(obj),
+              hint=text(hint))
+
+
+def assert_requires_grad(t, what):
+    __tracebackhide__ = True
+    assert_tensor(t, what)
+    if not t.requires_grad:
+        _fail("no_requires_grad", what=what)
+
+
+def assert_leaf(t, what):
+    """A leaf that requires grad: what an optimizer can update."""
+    __tracebackhide__ = True
+    assert_requires_grad(t, what)
+    if not t.is_leaf:
+        _fail("not_leaf", what=what, grad_fn=_name(t.grad_fn))
+
+
+def assert_grad_connected(t, source, what):
+    """`t` is `source` itself or computed from it, so gradients flow back to `source`.
+
+    A `grad_fn` alone is not enough: `x.detach().requires_grad_().to(device)` has one, but its graph
+    starts at a new leaf, so the graph is walked back until it reaches `source`.
+    """
+    __tracebackhide__ = True
+    assert_tensor(t, what)
+    if t is source:
+        return
+    if not _reaches(t.grad_fn, source):
+        _fail("grad_disconnected", what=what, requires_grad=t.requires_grad,
+              grad_fn=_name(t.grad_fn))
+
+
+def _reaches(node, source) -> bool:
+    """Whether the autograd graph from `node` leads to `source`: its `grad_fn`, or its leaf accumulator."""
+    pending, seen = [node], set()
+    while pending:
+        node = pending.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if node is source.grad_fn or getattr(node, "variable", None) is source:
+            return True
+        pending.extend(parent for parent, _ in node.next_functions)
+    return False
+
+
+def assert_batch_moved(result, original, device, what, depth=0):
+    """Every tensor of a nested batch on `device` with its dtype; containers and other leaves unchanged."""
+    __tracebackhide__ = True
+    if isinstance(original, torch.Tensor):
+        if result is original and not same_device(_device_of(original), device) and depth > 0:
+            _fail("nested_not_moved", what=what, expected=torch.device(device), found=_device_of(original))
+        assert_device(result, device, what, original=original)
+        assert_dtype(result, _dtype_of(original), what)
+        assert_values(result, original, what)
+        return
+    if isinstance(original, (Mapping, list, tuple)) and type(result) is not type(original):
+        _fail("wrong_type", what=what, expected=_name(original), found=_name(result))
+    if isinstance(original, Mapping):
+        if list(result) != list(original):
+            _fail("wrong_keys", what=what, expected=list(original), found=list(result))
+        for key in original:
+            assert_batch_moved(result[key], original[key], device, f"{what}[{key!r}]", depth + 1)
+    elif isinstance(original, (list, tuple)):
+        if len(result) != len(original):
+            _fail("wrong_length", what=what, expected=len(original), found=len(result))
+        for index, (got, want) in enumerate(zip(result, original)):
+            assert_batch_moved(got, want, device, f"{what}[{index}]", depth + 1)
+    elif not (result is original or result == original):
+        _fail("leaf_changed", what=what, expected=repr(original), found=repr(result))
+
+
+def assert_one_device(tensors: Mapping, what):
+    """All named tensors share one device."""
+    __tracebackhide__ = True
+    devices = sorted({str(_device_of(t)) for t in tensors.values()})
+    if len(devices) > 1:
+        _fail("mixed_devices", what=what, found=", ".join(devices))
