@@ -15,7 +15,7 @@ TORCH ?= torch==2.13.0
 else
 $(error TORCH_BUILD must be cpu or cuda, not "$(TORCH_BUILD)")
 endif
-# The suite asserts that it runs under this build (tests/test_project.py), so no silent fallback.
+# The suite asserts that it runs under this build (tests/unit/test_project.py), so no silent fallback.
 export COURSE_TORCH_BUILD := $(TORCH_BUILD)
 define CHECK_BUILD
 import sys, torch
@@ -45,8 +45,8 @@ install: $(VENV)/.installed
 test: install browser bubblewrap proxy postgresql slurm  ## the whole suite: unit tests, grading pipeline, browser test, nbval over lessons and solutions
 	$(BIN)/pytest
 
-test-fast: install  ## the unit tests alone (pytest -m unit): each part on its own, no class graded, in under 2 minutes
-	$(BIN)/pytest -m unit tests
+test-fast: install  ## the unit tests alone (tests/unit/, marked unit): each part on its own, no class graded, in under 2 minutes
+	$(BIN)/pytest tests/unit
 
 browser:  ## Debian's Chromium and a CJK font for the browser test (root + apt-get), unless COURSE_CHROMIUM names one
 	@[ -n "$$COURSE_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
@@ -54,7 +54,7 @@ browser:  ## Debian's Chromium and a CJK font for the browser test (root + apt-g
 	  { echo "Chromium is not installed: install it (Debian/Ubuntu: apt-get install chromium) for the browser test."; \
 	    echo "未安装 Chromium：请安装它（Debian/Ubuntu：apt-get install chromium），浏览器测试需要它。"; }
 
-# JupyterHub's proxy (tests/test_jupyterhub.py, deploy/jupyterhub/) comes from npm, into build/node/.
+# JupyterHub's proxy (tests/system/test_jupyterhub.py, deploy/jupyterhub/) comes from npm, into build/node/.
 CHP := build/node/node_modules/.bin/configurable-http-proxy
 proxy:  ## configurable-http-proxy for the JupyterHub test, with npm into build/node (unless on PATH)
 	@command -v configurable-http-proxy >/dev/null 2>&1 || [ -x $(CHP) ] || \
@@ -66,13 +66,13 @@ proxy:  ## configurable-http-proxy for the JupyterHub test, with npm into build/
 # apt-get waits for another apt-get (two `make test` side by side) instead of failing on the dpkg lock
 APT := DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600
 
-postgresql:  ## Debian's PostgreSQL server for tests/test_postgres.py (README, "Beyond one machine"; root + apt-get)
+postgresql:  ## Debian's PostgreSQL server for tests/system/test_postgres.py (README, "Beyond one machine"; root + apt-get)
 	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || \
 	  { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && $(APT) update -qq && $(APT) install -y -qq postgresql; } || \
-	  { echo "PostgreSQL is not installed: install it (Debian/Ubuntu: apt-get install postgresql) for tests/test_postgres.py."; \
-	    echo "未安装 PostgreSQL：请安装它（Debian/Ubuntu：apt-get install postgresql），tests/test_postgres.py 需要它。"; }
+	  { echo "PostgreSQL is not installed: install it (Debian/Ubuntu: apt-get install postgresql) for tests/system/test_postgres.py."; \
+	    echo "未安装 PostgreSQL：请安装它（Debian/Ubuntu：apt-get install postgresql），tests/system/test_postgres.py 需要它。"; }
 
-slurm:  ## Debian's Slurm and MUNGE, for the one-node cluster of tests/test_postgres.py (root + apt-get)
+slurm:  ## Debian's Slurm and MUNGE, for the one-node cluster of tests/system/test_postgres.py (root + apt-get)
 	@{ command -v slurmctld && command -v slurmd && command -v munged; } >/dev/null 2>&1 || \
 	  { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && $(APT) update -qq && \
 	    $(APT) install -y -qq --no-install-recommends slurm-wlm munge; } || \
@@ -102,10 +102,10 @@ notebooks: install  ## re-run lessons and solutions top to bottom, storing their
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.record_timing=False $(LESSONS) $(SOURCES)
 	$(MAKE) release
 
-figures: install  ## draw the lessons' figures (notebooks/figures/fig_*.py) into SVG; tests/test_figures.py compares
+figures: install  ## draw the lessons' figures (notebooks/figures/fig_*.py) into SVG; tests/unit/test_figures.py compares
 	$(BIN)/python notebooks/figures/draw.py
 
-messages: install  ## messages.json's 繁體 forms (zh-hant) from its 简体 ones, after editing a zh (tests/test_messages.py checks)
+messages: install  ## messages.json's 繁體 forms (zh-hant) from its 简体 ones, after editing a zh (tests/unit/test_messages.py checks)
 	$(BIN)/python -m course.authoring.monolingual
 
 release: install  ## regenerate release/ from source/ with nbgrader (its gradebook kept out of the root)

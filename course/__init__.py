@@ -1,7 +1,9 @@
 """The instructor's side of the course: the `course` command and what it needs, never shipped to students.
 
-    cli.py, settings.py   the command line, and the course folder's nbgrader_config.py loaded once
-    grade.py              `course grade`: nbgrader's autograde, several submissions at a time, shards
+    cli.py, commands/     the command line, one module per subcommand (commands/grade.py: `course grade`)
+    settings.py           the course folder's nbgrader_config.py, loaded once per command
+    gradebook.py          the commands' gradebook queries: registered, roster, what waits for a person
+    grade.py              the work of `course grade`: nbgrader's autograde, several submissions at a time, shards
     classroom.py          the demo class built from the mistake corpora (corpus/) and read back
     insights.py           what a graded class got wrong, per diagnostic (teaches.json: where it is taught)
     plugins/              nbgrader's plugins: autograde's preprocessors, the feedback and formgrader pages

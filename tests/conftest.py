@@ -16,6 +16,39 @@ import torch
 from autograder import grading_devices
 from course import classroom
 
+# diagnostics of the catalogue that say what went wrong but not which point of the course: no one
+# section teaches them (tests/unit/test_insights.py, tests/grading/test_insights_demo.py)
+GENERIC_DIAGNOSTICS = {"raised", "wrong_values", "wrong_shape", "not_answered", "expected_error", "expected_none", "not_a_module",
+                       "not_a_tensor"}
+
+
+TIERS = ("unit", "grading", "system")  # tests/unit/, tests/grading/, tests/system/ (pyproject.toml's markers)
+
+
+def pytest_collection_modifyitems(items):
+    """Each test is marked with its folder's tier, so `pytest -m unit` (`make test-fast`) is tests/unit/."""
+    for item in items:
+        tier = next((part for part in item.path.parts[-2:-1] if part in TIERS), None)
+        if tier:
+            item.add_marker(tier)
+
+
+BIN = Path(sys.executable).parent  # this environment's commands: course, nbgrader, jupyter, alembic
+
+
+def with_bin_on_path(env=None) -> dict:
+    """`env` (default: this process's environment) with this environment's bin first on PATH, as in an
+    activated environment: nbgrader runs `alembic` from there."""
+    env = dict(os.environ if env is None else env)
+    return {**env, "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}"}
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
 
 @pytest.fixture(params=grading_devices(), ids=str)
 def device(request) -> torch.device:
@@ -32,10 +65,11 @@ class DemoRun:
 
 @pytest.fixture(scope="session")
 def course():
-    """`course(*arguments)`: this environment's `course` command line, run as an instructor would."""
-    def run(*arguments, timeout=900) -> subprocess.CompletedProcess:
-        command = [str(Path(sys.executable).parent / "course"), *map(str, arguments)]
-        return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    """`course(*arguments)`: this environment's `course` command line, run as an instructor would (`env`:
+    its environment, this process's by default)."""
+    def run(*arguments, timeout=900, env=None) -> subprocess.CompletedProcess:
+        return subprocess.run([str(BIN / "course"), *map(str, arguments)], capture_output=True, text=True,
+                              timeout=timeout, env=env)
 
     return run
 
@@ -96,14 +130,10 @@ def jupyter(app: str, root: Path, base: Path, *arguments, program=None, env=None
     temporary configuration under `base`; yields its url and token. `program` replaces
     `jupyter APP` (a student's `python start.py`, which starts JupyterLab of its own environment), `env`
     this process's environment variables."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    token = "course-browser-test"
-    env = {**(os.environ if env is None else env), "JUPYTER_CONFIG_DIR": str(base / "config"), "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    port, token = free_port(), "course-browser-test"
+    env = {**with_bin_on_path(env), "JUPYTER_CONFIG_DIR": str(base / "config"), "JUPYTER_RUNTIME_DIR": str(base / "runtime")}
     server = subprocess.Popen(
-        [*(program or [str(Path(sys.executable).parent / "jupyter"), app]), "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
+        [*(program or [str(BIN / "jupyter"), app]), "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
          f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
          f"--ServerApp.root_dir={root}", *arguments],
         cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -7,7 +7,7 @@ the instructor's side is the `course` package, which never ships), the student e
 (pyproject.toml; start.py, which installs it and starts JupyterLab on any system; a Makefile) and the
 student configuration (deploy/student/: nbgrader's instructor extensions turned off, `nbgrader validate`
 without the grading sandbox). Nothing from `source/` (solutions, hidden tests), `tests/` or `course/`
-(the mistake corpus). tests/test_student_bundle.py checks.
+(the mistake corpus). tests/system/test_student_bundle.py checks.
 """
 import json
 import re
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import nbformat
 
+from ..classroom import ROOT
 from .monolingual import for_students
 
-ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "autograder"  # what runs in a student's or a grading kernel: shipped whole
 # autograder's one-line re-exports of modules that moved to `course` (issue 24), kept for old course
 # configurations: instructor code, the only modules of the package that import `course`

@@ -67,7 +67,7 @@ NAME = "course-forked-provisioner"
 # torch._dynamo: every optimizer's step and zero_grad import it on first use (torch._disable_dynamo), about
 # 2 s and 800 modules (sympy among them) that each kernel and each verdict's test would otherwise import again.
 # A forked kernel's RSS counts these shared pages (about 400 MB with the CUDA build's torch), though its
-# cgroup is not charged for them: a sandbox's memory limit must be well above that (tests/test_sandbox.py).
+# cgroup is not charged for them: a sandbox's memory limit must be well above that (tests/system/test_sandbox.py).
 PRELOADED = ("torch", "torch.nn", "torch.optim", "torch._dynamo", "numpy", "ipykernel.kernelapp",
              "autograder.checks", "autograder.kernel", "autograder.probes", "autograder.simulate")
 _PR_SET_CHILD_SUBREAPER = 36

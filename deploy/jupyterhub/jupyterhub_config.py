@@ -12,7 +12,7 @@ installs it and /etc/jupyter/nbgrader_config.py, which every user's nbgrader rea
 
 Edit INSTRUCTORS and STUDENTS (Unix user names), INSTRUCTOR_COURSE_FOLDER, COURSE_ENV (the course's environment, readable by
 every user) and run the hub as root, behind HTTPS (https://jupyterhub.readthedocs.io/en/stable/tutorial/getting-started/security-basics.html).
-tests/test_jupyterhub.py starts this configuration on loopback with a dummy authenticator.
+tests/system/test_jupyterhub.py starts this configuration on loopback with a dummy authenticator.
 """
 import os
 import shutil

@@ -1,5 +1,5 @@
 """Draw the lessons' figures: every `fig_*.py` next to this file defines `draw()` returning a matplotlib
-Figure, saved as `<name>.svg` (the name without `fig_`). `make figures` runs this; tests/test_figures.py
+Figure, saved as `<name>.svg` (the name without `fig_`). `make figures` runs this; tests/unit/test_figures.py
 fails when a committed SVG differs from what the code draws.
 
 SVGs keep their text as text (`svg.fonttype = "none"`) so the browser renders the Chinese labels with

@@ -1,0 +1,59 @@
+"""The gradebook queries of the `course` commands: whether an assignment is registered, who submitted
+without being on the roster, and what still waits for grading by hand."""
+from pathlib import Path
+
+from nbgrader.api import Gradebook, MissingEntry
+
+from autograder.messages import message
+
+from .grade import submitted_students
+
+
+def registered(db_url: str, assignment: str) -> bool:
+    with Gradebook(db_url) as gradebook:
+        try:
+            return bool(gradebook.find_assignment(assignment).notebooks)
+        except MissingEntry:
+            return False
+
+
+def warn_not_on_roster(root: Path, db_url: str, assignment: str):
+    if not (root / "roster.csv").exists():
+        return
+    with Gradebook(db_url) as gradebook:
+        known = {student.id for student in gradebook.students}
+    unknown = [s for s in submitted_students(root.resolve(), assignment) if s not in known]
+    if unknown:
+        print(message("not_on_roster", students=", ".join(unknown), assignment=assignment), flush=True)
+
+
+def print_hand_grading(db_url: str, assignment: str, every_student=False):
+    """What nbgrader's gradebook says still needs a person (`needs_manual_grade`), per student."""
+    with Gradebook(db_url) as gradebook:
+        submissions = sorted(gradebook.assignment_submissions(assignment), key=lambda s: s.student_id)
+        waiting = 0
+        for submission in submissions:
+            grades = [g for n in submission.notebooks for g in n.grades]
+            fields = dict(student=submission.student_id, score=submission.score, max_score=submission.max_score)
+            if any(is_test_grade(g) and g.auto_score is None and g.manual_score is None for g in grades):
+                # a test cell without a score: autograde never got through this submission (a file that
+                # is not a notebook, say); nothing in it waits for a person yet
+                print(message("status_not_autograded", student=submission.student_id, assignment=assignment))
+                continue
+            cells = [g.name for g in grades if g.needs_manual_grade]
+            waiting += bool(cells)
+            if cells:
+                print(message("status_waiting", cells=", ".join(cells), **fields))
+            elif every_student:
+                print(message("status_done", **fields))
+        if waiting:
+            print(message("status_summary", assignment=assignment, waiting=waiting, total=len(submissions)), flush=True)
+        else:
+            print(message("status_all_graded", assignment=assignment, total=len(submissions)), flush=True)
+
+
+def is_test_grade(grade) -> bool:
+    """The grade of an autograded test cell: a code cell that is graded but is not an answer (a code answer graded by
+    hand is a solution cell too, and has no score until a person gives it one)."""
+    cell = grade.cell
+    return cell.cell_type == "code" and cell.name not in {s.name for s in cell.notebook.solution_cells}

@@ -1,0 +1,565 @@
+"""The grading sandbox itself (course/kernels/sandbox.py), for a kernel started as a new process and for one
+forked from the fork server (course/kernels/forkserver.py): seen from inside, it can write only its own
+folder, read nothing of the course or other students, reach no network, has no capabilities and a clean
+environment; seen from outside, nothing it started outlives it and nothing it left can trip the grader.
+Plain `nbgrader validate` from a course folder is sandboxed too, and grading refuses to run where the
+sandbox cannot start unless the instructor turns it off explicitly.
+"""
+import asyncio
+import errno
+import json
+import logging
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import nbformat
+import pytest
+from conftest import BIN, with_bin_on_path
+
+from autograder.messages import fingerprint
+from course import classroom
+from course.kernels import sandbox
+from course.kernels.manager import GradingKernelManager
+from system_tools import missing
+
+
+@pytest.fixture(autouse=True)
+def a_sandbox_can_start(request):
+    """A missing sandbox never passes silently (tests/system_tools.py); the one test of what happens
+    without bwrap needs none."""
+    if sandbox.problem() is not None and "without_bwrap" not in request.node.name:
+        missing("a working bubblewrap sandbox", f"make bubblewrap; here: {sandbox.problem()}", "COURSE_SKIP_SANDBOX")
+CANARY = "COURSE_SANDBOX_CANARY"
+
+
+class ForkedKernelManager(GradingKernelManager):
+    fork_server = True
+
+
+MODES = {"new process": GradingKernelManager, "forked": ForkedKernelManager}
+
+
+class Kernel:
+    """A grading kernel (sandboxed) working in `work_dir`, driven synchronously."""
+
+    def __init__(self, manager_class, work_dir, extra_arguments=()):
+        self.loop = asyncio.new_event_loop()
+        self.manager = manager_class(kernel_name="python3")
+        self.run(self.manager.start_kernel(cwd=str(work_dir), env=dict(os.environ),
+                                           extra_arguments=list(extra_arguments)))
+        self.client = self.manager.client()
+        self.client.start_channels()
+        self.run(self.client.wait_for_ready(timeout=180))
+
+    def run(self, coroutine):
+        return self.loop.run_until_complete(coroutine)
+
+    def evaluate(self, code):
+        """Run `code`, which must print one line `RESULT <json>`; return the decoded value."""
+        printed = []
+
+        def keep(message):
+            if message["msg_type"] == "stream":
+                printed.append(message["content"]["text"])
+            elif message["msg_type"] == "error":
+                printed.append("\n".join(message["content"]["traceback"]))
+
+        reply = self.run(self.client.execute_interactive(textwrap.dedent(code), timeout=120, output_hook=keep))
+        assert reply["content"]["status"] == "ok", "".join(printed)
+        line = next(line for line in "".join(printed).splitlines() if line.startswith("RESULT "))
+        return json.loads(line.removeprefix("RESULT "))
+
+    def shutdown(self):
+        self.client.stop_channels()
+        self.run(self.manager.shutdown_kernel(now=True))
+        self.run(self.manager.cleanup_resources())  # as nbclient does after shutting down
+        self.loop.close()
+
+
+@pytest.fixture(scope="module")
+def course_folder(tmp_path_factory):
+    """A course folder with everything a kernel must not see, and the kernel's own grading folder."""
+    root = tmp_path_factory.mktemp("course")
+    (root / "nbgrader_config.py").write_text("c = get_config()\n")
+    (root / "gradebook.db").write_bytes(b"SQLite format 3\0")
+    for folder, content in [("source/a1", "BEGIN HIDDEN TESTS"), ("submitted/other/a1", "other's answer"),
+                            ("autograded/other/a1", "other's graded notebook")]:
+        (root / folder).mkdir(parents=True)
+        (root / folder / "a1.ipynb").write_text(content)
+    work = root / "autograded" / "me" / "a1"
+    work.mkdir(parents=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def listener():
+    server = socket.create_server(("127.0.0.1", 0))
+    yield server.getsockname()[1]
+    server.close()
+
+
+@pytest.fixture(scope="module", params=MODES)
+def kernel(request, course_folder):
+    os.environ[CANARY] = "the grader's secret"
+    try:
+        started = Kernel(MODES[request.param], course_folder / "autograded" / "me" / "a1")
+    finally:
+        del os.environ[CANARY]
+    yield started
+    started.shutdown()
+
+
+def keyctl(*arguments):
+    import ctypes
+    import platform
+
+    from autograder.kernel import KEYCTL
+
+    return ctypes.CDLL(None, use_errno=True).syscall(KEYCTL[platform.machine()], *arguments)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_grading_kernel_can_neither_read_nor_revoke_the_graders_keys(mode, course_folder):
+    """The grader's session keyring holds a key; a grading kernel (as configured: it runs start_kernel
+    first) has a session keyring of its own and cannot read or revoke the grader's key."""
+    import ctypes
+
+    from autograder.kernel import kernel_arguments
+
+    secret = b"the grader's key"
+    key = ctypes.CDLL(None, use_errno=True).syscall(248 if os.uname().machine == "x86_64" else 217,  # add_key
+                                                     b"user", b"course-canary", secret, len(secret), -3)
+    assert key > 0
+    started = Kernel(MODES[mode], course_folder / "autograded" / "me" / "a1", kernel_arguments(2**30, 60))
+    try:
+        found = started.evaluate(f"""
+            import ctypes, json, platform
+            number = {{"x86_64": 250, "aarch64": 219}}[platform.machine()]
+            libc = ctypes.CDLL(None, use_errno=True)
+            buffer = ctypes.create_string_buffer(64)
+            read = libc.syscall(number, 11, {key}, buffer, 64)  # KEYCTL_READ
+            revoked = libc.syscall(number, 3, {key})  # KEYCTL_REVOKE
+            print("RESULT", json.dumps([read, revoked, buffer.value.decode(errors="replace")]))
+        """)
+    finally:
+        started.shutdown()
+    assert found[0] == -1 and found[1] == -1 and secret.decode() not in found[2]
+    try:
+        assert keyctl(11, key, ctypes.create_string_buffer(64), 64) == len(secret)  # still there, unrevoked
+    finally:
+        keyctl(21, key)  # KEYCTL_INVALIDATE: the test's own key leaves the grader's keyring
+
+
+def test_writes_only_its_own_folder(kernel, course_folder):
+    import hashlib
+
+    import autograder
+
+    package = Path(autograder.__file__).parent
+    creates = {"own folder": course_folder / "autograded/me/a1", "private tmp": Path("/tmp"), "course folder": course_folder,
+               "other student": course_folder / "autograded/other/a1", "autograder package": package,
+               "environment": Path(sys.prefix), "interpreter": Path(sys.base_prefix), "usr": Path("/usr"),
+               "root": Path("/"), "etc": Path("/etc"), "dev": Path("/dev")}
+    appends = {"course config": course_folder / "nbgrader_config.py", "checks/core.py": package / "checks" / "core.py"}
+    name = f"written-{uuid.uuid4().hex[:8]}"
+    hashes = {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in appends.values()}
+    result = kernel.evaluate(f"""
+        import json, os
+        done = {{}}
+        for what, path, flags in [*[(k, os.path.join(v, {name!r}), os.O_CREAT) for k, v in {
+                {k: str(v) for k, v in creates.items()}!r}.items()],
+                                  *[(k, v, os.O_APPEND) for k, v in {
+                {k: str(v) for k, v in appends.items()}!r}.items()]]:
+            try:
+                written = os.open(path, os.O_WRONLY | flags)
+                os.write(written, b"#")
+                os.close(written)
+                done[what] = True
+            except OSError:
+                done[what] = False
+        print("RESULT", json.dumps(done))
+    """)
+    # seen from outside: only its own folder changed
+    assert [what for what, folder in creates.items() if (folder / name).exists()] == ["own folder"]
+    assert hashes == {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in appends.values()}
+    # seen from inside: the runtime and the system are read-only (a course kept under /tmp shows as an
+    # empty folder of the kernel's private /tmp: writing there changes nothing outside, as checked above)
+    assert result["own folder"] and result["private tmp"]
+    assert not any(result[what] for what in ("autograder package", "checks/core.py", "environment", "interpreter",
+                                              "usr", "root", "etc", "dev", "other student"))
+
+
+def test_reads_nothing_of_the_course_or_other_students(kernel, course_folder):
+    runtime = sandbox.runtime_paths()
+    home = [p for p in Path.home().iterdir() if not any(r.startswith(str(p)) for r in runtime)][:20]
+    secrets = [course_folder / "source/a1/a1.ipynb", course_folder / "gradebook.db", course_folder / "nbgrader_config.py",
+               course_folder / "submitted/other/a1/a1.ipynb", course_folder / "autograded/other/a1/a1.ipynb",
+               classroom.ROOT / "source", classroom.ROOT / "nbgrader_config.py", *home]
+    seen = kernel.evaluate(f"""
+        import json, os
+        print("RESULT", json.dumps([p for p in {[str(p) for p in secrets]!r} if os.path.exists(p)]))
+    """)
+    assert seen == []
+    course_seen = kernel.evaluate(f"""
+        import json, os
+        print("RESULT", json.dumps(sorted(os.listdir({str(course_folder)!r}))))
+    """)
+    assert [name for name in course_seen if not name.startswith("written-")] == ["autograded"]
+
+
+def test_no_network(kernel, listener):
+    result = kernel.evaluate(f"""
+        import json, socket
+        try:
+            socket.create_connection(("127.0.0.1", {listener}), timeout=5).close()
+            reached = True
+        except OSError:
+            reached = False
+        print("RESULT", json.dumps([reached, [name for _, name in socket.if_nameindex()]]))
+    """)
+    assert result == [False, ["lo"]]
+
+
+def test_no_capabilities_and_no_way_to_gain_them(kernel):
+    status, uid, mounted, nested = kernel.evaluate("""
+        import ctypes, json, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        status = {k: v.strip() for k, v in (line.split(":", 1) for line in open("/proc/self/status"))
+                  if k.startswith(("Cap", "NoNewPrivs"))}
+        mounted = libc.mount(b"none", b"/tmp", b"tmpfs", 0, None) == 0 or \\
+                  libc.mount(b"none", b"/usr", b"none", 32 | 4096, None) == 0  # MS_REMOUNT|MS_BIND: writable
+        nested = libc.unshare(0x10000000) == 0  # a new user namespace, where it would have them
+        # the kernel has threads, and a threaded process may never unshare its user namespace: try
+        # from a single-threaded child too, where only bwrap's --disable-userns refuses it
+        child = os.fork()
+        if child == 0:
+            os._exit(0 if libc.unshare(0x10000000) == 0 else 1)
+        nested = nested or os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0
+        print("RESULT", json.dumps([status, os.getuid(), mounted, nested]))
+    """)
+    assert all(int(status[name], 16) == 0 for name in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")), status
+    assert status["NoNewPrivs"] == "1"
+    assert uid == sandbox.SANDBOX_UID and not mounted and not nested
+
+
+def test_no_process_may_trace_or_read_another_not_even_the_sandboxs_init(kernel):
+    """Without the seccomp filter both calls succeed (same user, and a parent may trace its child)."""
+    attached, read = kernel.evaluate("""
+        import ctypes, json, os, time
+        libc = ctypes.CDLL(None, use_errno=True)
+        child = os.fork()
+        if child == 0:
+            time.sleep(60)
+            os._exit(0)
+        attached = {}
+        for name, pid in [("init", 1), ("own child", child)]:
+            attached[name] = [libc.ptrace(16, pid, 0, 0), ctypes.get_errno()]  # PTRACE_ATTACH
+        buffer = ctypes.create_string_buffer(8)
+        local = (ctypes.c_void_p * 2)(ctypes.addressof(buffer), 8)
+        read = [libc.process_vm_readv(child, local, 1, local, 1, 0), ctypes.get_errno()]
+        os.kill(child, 9)
+        os.waitpid(child, 0)
+        print("RESULT", json.dumps([attached, read]))
+    """)
+    assert attached == {"init": [-1, errno.EPERM], "own child": [-1, errno.EPERM]}
+    assert read == [-1, errno.EPERM]
+
+
+def test_its_sockets_folder_takes_nothing_of_the_graders_disk(kernel, course_folder):
+    """The kernel binds its sockets in a 1 MiB tmpfs of its own; the grader reaches them by a link."""
+    folder, written = kernel.evaluate("""
+        import glob, json, os
+        folder = os.path.dirname(glob.glob("/tmp/course-kernel-*/run/k-1")[0])
+        try:
+            with open(os.path.join(folder, "filler"), "wb") as filler:
+                filler.write(bytes(4 * 2**20))
+            written = "all"
+        except OSError as error:
+            written = error.errno
+        print("RESULT", json.dumps([folder, written]))
+    """)
+    assert written == errno.ENOSPC
+    assert os.path.islink(folder) and os.readlink(folder).startswith("/proc/")
+
+
+def test_clean_environment_and_its_own_home(kernel):
+    names, home, environ_files, processes = kernel.evaluate(f"""
+        import glob, json, os
+        leaks = [p for p in ["/proc/self/environ", *glob.glob("/proc/[0-9]*/environ")]
+                 if {CANARY!r}.encode() in open(p, "rb").read()]
+        commands = [open(p, "rb").read().replace(b"\\0", b" ").decode() for p in glob.glob("/proc/[0-9]*/cmdline")]
+        print("RESULT", json.dumps([sorted(os.environ), os.path.expanduser("~"), leaks, commands]))
+    """)
+    assert CANARY not in names and environ_files == []
+    set_by_ipykernel = {"CLICOLOR", "CLICOLOR_FORCE", "FORCE_COLOR", "GIT_PAGER", "MPLBACKEND", "PAGER", "PWD",
+                        "PYDEVD_USE_FRAME_EVAL", "TERM"}
+    assert set(names) <= set(sandbox.environment({})) | set(sandbox.PASSED_VARIABLES) | set_by_ipykernel
+    assert home == sandbox.HOME
+    # only the sandbox's own processes: bwrap's init, the holder of a forked kernel's sandbox, the kernel
+    this = Path("/proc/self/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    assert len(processes) <= 3 and this not in processes, processes
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nothing_it_starts_outlives_it_and_nothing_it_leaves_trips_the_grader(mode, course_folder, tmp_path):
+    work = tmp_path / "autograded" / "me" / "a1"
+    work.mkdir(parents=True)
+    (work / "data").mkdir()
+    os.symlink("data", work / "kept")  # there before the kernel: stays
+    tag = f"course-sandbox-test-{uuid.uuid4().hex[:8]}"
+    kernel = Kernel(MODES[mode], work)
+    kernel.evaluate(f"""
+        import json, os, subprocess, sys
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)  # {tag}"], start_new_session=True)
+        if os.fork() == 0:  # a daemon of its own
+            os.setsid()
+            os.execv("/bin/sh", ["sh", "-c", "sleep 300; : {tag}"])
+        os.symlink({str(course_folder / "nbgrader_config.py")!r}, "a1.ipynb")
+        os.symlink("/", "data/root")
+        os.mkfifo("pipe")
+        open("tool", "w").close()
+        os.chmod("tool", 0o4777)
+        os.chmod(".", 0o777)
+        print("RESULT", json.dumps(True))
+    """)
+    assert running(tag)
+    kernel.shutdown()
+    assert not running(tag)
+    left = {str(p.relative_to(work)): p.lstat().st_mode for p in work.rglob("*")}
+    assert set(left) == {"data", "kept", "tool"}
+    assert stat.S_ISLNK(left["kept"]) and stat.S_IMODE(left["tool"]) == 0o755
+    assert stat.S_IMODE(work.stat().st_mode) == 0o755
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_killed_grader_leaves_no_sandbox_behind(mode, tmp_path):
+    """The grader dies without cleaning up (SIGKILL): its sandboxes die with it (--die-with-parent)."""
+    work = tmp_path / "autograded" / "me" / "a1"
+    work.mkdir(parents=True)
+    tag = f"course-sandbox-test-{uuid.uuid4().hex[:8]}"
+    spawn = f"import subprocess; subprocess.Popen(['/bin/sh', '-c', 'sleep 300; : {tag}'], start_new_session=True)"
+    grader = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_sandbox import MODES, Kernel
+        kernel = Kernel(MODES[{mode!r}], {str(work)!r})
+        kernel.evaluate({spawn + '; print("RESULT 1")'!r})
+        print("ready", flush=True)
+        time.sleep(300)
+    """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert grader.stdout.readline().strip() == "ready"
+        assert running(tag)
+    finally:
+        grader.kill()
+        grader.wait()
+    deadline = time.monotonic() + 20
+    while running(tag) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not running(tag)
+
+
+def need_cgroups():
+    """A cgroup per sandbox, or a failure that says why (tests/system_tools.py)."""
+    from course.kernels import cgroups
+
+    if cgroups.problem():
+        missing("a cgroup for each sandbox", f"grade as root, or in a delegated cgroup: {cgroups.problem()}",
+                "COURSE_SKIP_CGROUPS")
+
+
+@pytest.fixture
+def bounded(request, tmp_path, monkeypatch):
+    """A kernel whose sandbox as a whole may hold 1 GiB and 48 processes or threads.
+
+    The group is well above a forked kernel's own resident size, as in a real configuration (6 GiB): the
+    pages it shares with the fork server (torch and torch._dynamo, preloaded, about 400 MB on the CUDA
+    build) count in its RSS though not in its group, and the OOM killer picks the process with the largest
+    RSS, which in a group that small would be the kernel instead of the process that filled the group."""
+    need_cgroups()
+    monkeypatch.setattr(sandbox, "GROUP_MEMORY_BYTES", 2**30)
+    monkeypatch.setattr(sandbox, "GROUP_PROCESSES", 48)
+    work = tmp_path / "autograded" / "me" / "a1"
+    work.mkdir(parents=True)
+    started = Kernel(MODES[request.param], work)
+    yield started
+    started.shutdown()
+
+
+@pytest.mark.parametrize("bounded", MODES, indirect=True)
+def test_a_kernel_is_bounded_as_a_whole(bounded):
+    """Each process alone passes its own limits; together they meet the sandbox's (its cgroup)."""
+    shared, threads = bounded.evaluate("""
+        import json, subprocess, sys, threading, time
+        # a shared anonymous mapping (RLIMIT_DATA does not count it) in a child, larger than the group
+        child = subprocess.run([sys.executable, "-c", "import mmap; m = mmap.mmap(-1, 1536 * 2**20); "
+                                "[m.__setitem__(i, 1) for i in range(0, len(m), 4096)]"])
+        stop, started = threading.Event(), 0
+        try:
+            for _ in range(200):
+                threading.Thread(target=stop.wait, daemon=True).start()
+                started += 1
+        except RuntimeError:
+            pass
+        stop.set()
+        print("RESULT", json.dumps([child.returncode, started]))
+    """)
+    assert shared == -9  # the OOM killer, in that group only
+    assert threads < 48
+
+
+def test_a_sandboxs_group_is_gone_with_it(tmp_path):
+    need_cgroups()
+    box = sandbox.KernelSandbox(tmp_path)
+    box.start(["/bin/sleep", "30"], sandbox.environment())
+    folders = list(box.group.folders)
+    assert box.first_pid in box.group.pids() and all(f.exists() for f in folders)
+    box.close()
+    assert not any(f.exists() for f in folders)
+
+
+def test_the_groups_of_dead_graders_are_removed(tmp_path):
+    from course.kernels import cgroups
+
+    need_cgroups()
+    gone = subprocess.Popen(["/bin/true"])
+    gone.wait()  # a grader that was killed before it could remove its groups
+    _, parents = cgroups._places()
+    stale = [parent / f"{cgroups.PREFIX}{gone.pid}-1" for parent in parents]
+    for folder in stale:
+        folder.mkdir()
+    sandbox.KernelSandbox(tmp_path).close()  # every new sandbox clears what dead graders left
+    assert not any(folder.exists() for folder in stale)
+
+
+def test_without_cgroups_grading_goes_on_and_says_what_holds(tmp_path, monkeypatch, caplog):
+    from course.kernels import cgroups
+
+    monkeypatch.setattr(cgroups, "_places", lambda: "no cgroup here (test)")
+    monkeypatch.setattr(sandbox, "_said_no_group", [])
+    box = sandbox.KernelSandbox(tmp_path, log=logging.getLogger("test"))
+    with caplog.at_level(logging.WARNING):
+        box.start(["/bin/sh", "-c", "echo ran > out; sleep 30"], sandbox.environment())
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "out").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    box.close()
+    assert box.group is None and (tmp_path / "out").read_text() == "ran\n"
+    assert fingerprint("sandbox_no_group").en in caplog.text and fingerprint("sandbox_no_group").zh in caplog.text
+    assert "no cgroup here (test)" in caplog.text
+
+
+def running(tag) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and tag.encode() in (entry / "cmdline").read_bytes():
+                found.append(entry.name)
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.parametrize("folder", ["course", "temporary folder", "root"])
+def test_a_folder_that_holds_the_course_or_other_sandboxes_is_never_a_kernel_folder(course_folder, folder):
+    """A kernel may write its folder: never one that holds a course, the runtime, or the temporary
+    folder where every sandbox keeps its sockets and connection file."""
+    path = {"course": course_folder, "temporary folder": Path(tempfile.gettempdir()), "root": Path("/")}[folder]
+    with pytest.raises(sandbox.SandboxError) as refused:
+        sandbox.KernelSandbox(path)
+    assert fingerprint("sandbox_course_folder").en in str(refused.value)
+    assert fingerprint("sandbox_course_folder").zh in str(refused.value)
+
+
+def test_make_safe_removes_links_pipes_and_special_bits(tmp_path):
+    (tmp_path / "sub").mkdir()
+    os.symlink("/etc/passwd", tmp_path / "sub" / "link")
+    os.symlink("sub", tmp_path / "before")
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "setuid").write_text("")
+    os.chmod(tmp_path / "setuid", 0o6777)
+    removed = sandbox.make_safe(tmp_path, {str(tmp_path / "before"): "sub"})
+    assert sorted(removed) == ["pipe", "sub/link"]
+    assert stat.S_IMODE((tmp_path / "setuid").stat().st_mode) == 0o755
+    assert (tmp_path / "before").is_symlink()
+
+
+def test_without_bwrap_grading_refuses_and_says_what_to_do(monkeypatch, tmp_path):
+    monkeypatch.setenv(sandbox.BWRAP_VARIABLE, str(tmp_path / "no-bwrap"))
+    assert "not installed" in sandbox.problem()
+    with pytest.raises(sandbox.SandboxError) as refused:
+        sandbox.require()
+    shown = str(refused.value)
+    assert "apt-get install bubblewrap" in shown and "apparmor_restrict_unprivileged_userns" in shown
+    assert fingerprint("sandbox_unavailable").zh in shown
+
+
+@pytest.fixture(scope="module")
+def tiny_course(tmp_path_factory):
+    """A course folder (this repository's nbgrader_config.py) with an empty assignment and a notebook
+    whose one test cell passes only inside the sandbox."""
+    root = tmp_path_factory.mktemp("tiny")
+    (root / "nbgrader_config.py").write_text((classroom.ROOT / "nbgrader_config.py").read_text("utf-8"))
+    (root / "source" / "a1").mkdir(parents=True)
+    (root / "check").mkdir()
+    test = nbformat.v4.new_code_cell(
+        "import os\nassert os.getuid() == 65534 and not os.path.exists('../nbgrader_config.py'), 'not sandboxed'",
+        metadata={"nbgrader": {"grade": True, "grade_id": "sandboxed", "locked": True, "points": 1,
+                               "schema_version": 3, "solution": False, "task": False}})
+    nbformat.write(nbformat.v4.new_notebook(cells=[test], metadata={"kernelspec": {
+        "name": "python3", "display_name": "Python 3", "language": "python"}}), root / "check" / "check.ipynb")
+    return root
+
+
+@pytest.mark.parametrize("how", ["sandboxed", "sandbox turned off", "no bwrap"])
+def test_nbgrader_validate_from_the_course_folder_is_sandboxed(tiny_course, how):
+    env = {**os.environ, sandbox.NO_SANDBOX_VARIABLE: "1" if how == "sandbox turned off" else "0"}
+    if how == "no bwrap":
+        env[sandbox.BWRAP_VARIABLE] = "/nonexistent/bwrap"
+    done = subprocess.run([str(BIN / "nbgrader"), "validate", "check/check.ipynb"],
+                          cwd=tiny_course, env=env, capture_output=True, text=True, timeout=300)
+    shown = done.stdout + done.stderr
+    if how == "sandboxed":
+        assert "Success! Your notebook passes all the tests." in shown, shown
+    elif how == "sandbox turned off":  # the same check fails outside the sandbox, and the log says so
+        assert "VALIDATION FAILED" in shown and fingerprint("sandbox_disabled").en in shown
+    else:  # no kernel runs: the error says what to install
+        assert "Success!" not in shown and fingerprint("sandbox_unavailable").en in shown
+        assert fingerprint("sandbox_unavailable").zh in shown
+
+
+def test_course_grade_refuses_without_a_sandbox_unless_told(tiny_course, course):
+    env = with_bin_on_path({**os.environ, sandbox.BWRAP_VARIABLE: "/nonexistent/bwrap"})
+    refused = course("grade", "a1", "--root", tiny_course, env=env, timeout=300)
+    assert refused.returncode == 2 and fingerprint("sandbox_unavailable").en in refused.stdout
+    assert fingerprint("sandbox_unavailable").zh in refused.stdout
+    allowed = course("grade", "a1", "--root", tiny_course, "--no-sandbox", env=env, timeout=300)
+    assert fingerprint("sandbox_disabled").en in allowed.stdout and fingerprint("sandbox_disabled").zh in allowed.stdout
+    # past the sandbox, grading goes on to its next check: this course never ran `course setup`
+    assert fingerprint("sandbox_unavailable").en not in allowed.stdout
+    assert allowed.returncode == 2 and fingerprint("not_registered").en in allowed.stdout, allowed.stdout + allowed.stderr
+
+
+def test_private_folders_of_dead_graders_are_removed(tmp_path):
+    """A grading process killed before it cleaned up leaves its sandboxes' socket folders: the next
+    sandbox removes them (only those whose grading process is gone)."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = Path(tempfile.gettempdir()) / f"{sandbox.PRIVATE_PREFIX}{gone.pid}-test"
+    alive = Path(tempfile.gettempdir()) / f"{sandbox.PRIVATE_PREFIX}{os.getpid()}-test"
+    stale.mkdir(), alive.mkdir()
+    try:
+        box = sandbox.KernelSandbox(tmp_path)
+        box.close()
+        assert not stale.exists() and alive.exists() and not box.private.exists()
+    finally:
+        shutil.rmtree(stale, ignore_errors=True), shutil.rmtree(alive, ignore_errors=True)

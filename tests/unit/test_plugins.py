@@ -1,0 +1,150 @@
+"""The course's nbgrader plugins one at a time, in nbgrader's own style: `preprocess(nb, resources)` on a
+small notebook, with a gradebook in a temporary folder where a plugin reads one. No kernel runs here
+(the grading pipeline tests run them all together under `nbgrader autograde`); these take a second.
+"""
+import logging
+import traceback
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+from nbgrader.api import Gradebook
+
+from autograder.messages import shows
+from course.plugins.autograde import DropMalformedMetadata, ForgetUnknownCells
+from course.plugins.feedback import HideHiddenTests, RequireHandGrading, WrapDiagnostics
+
+
+def graded_cell(source, grade_id, points=2, solution=False, **kind):
+    return new_code_cell(source, metadata={"nbgrader": {
+        "grade": not solution, "solution": solution, "locked": not solution, "grade_id": grade_id,
+        "points": points, "schema_version": 3, **kind}})
+
+
+@pytest.fixture
+def gradebook(tmp_path, monkeypatch):
+    """A gradebook that knows one notebook of one assignment, with one test cell and one written answer."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as book:
+        book.add_assignment("a1")
+        book.add_notebook("nb", "a1")
+        book.add_grade_cell("test_move", "nb", "a1", max_score=2, cell_type="code")
+        book.add_source_cell("test_move", "nb", "a1", cell_type="code", locked=True, source="assert True")
+        book.add_grade_cell("written", "nb", "a1", max_score=2, cell_type="markdown")
+        book.add_source_cell("written", "nb", "a1", cell_type="markdown", locked=False, source="")
+        book.add_student("ada")
+        book.add_submission("a1", "ada")
+        for name in ("test_move", "written"):  # as autograde leaves them, before anyone grades by hand
+            book.find_grade(name, "nb", "a1", "ada").needs_manual_grade = False
+        book.db.commit()
+    return url
+
+
+def resources(db_url="", student="ada"):
+    return {"nbgrader": {"db_url": db_url, "assignment": "a1", "notebook": "nb", "student": student}}
+
+
+@pytest.mark.parametrize("claimed", ["a string", {"grade_id": 7}, {"grade_id": "t", "grade": "yes"},
+                                     {"grade_id": "t", "grade": True, "points": "lots"}])
+def test_malformed_nbgrader_metadata_is_dropped_and_the_cell_kept(claimed, caplog):
+    cell = new_code_cell("print(1)", metadata={"nbgrader": claimed})
+    nb, _ = DropMalformedMetadata().preprocess(new_notebook(cells=[cell]), {})
+    assert "nbgrader" not in nb.cells[0].metadata and nb.cells[0].source == "print(1)"
+    assert "malformed nbgrader metadata" in caplog.text
+
+
+def test_well_formed_metadata_is_kept():
+    nb, _ = DropMalformedMetadata().preprocess(new_notebook(cells=[graded_cell("assert True", "test_move")]), {})
+    assert nb.cells[0].metadata["nbgrader"]["grade_id"] == "test_move"
+
+
+def test_a_cell_claiming_an_unknown_grade_id_becomes_an_ordinary_cell(gradebook, caplog):
+    forged = graded_cell("print('tests passed')", "test_forged", points=100)
+    known = graded_cell("assert True", "test_move")
+    nb, _ = ForgetUnknownCells().preprocess(new_notebook(cells=[forged, known]), resources(gradebook))
+    assert "nbgrader" not in nb.cells[0].metadata
+    assert nb.cells[1].metadata["nbgrader"]["grade_id"] == "test_move"
+    assert "unknown grade id 'test_forged'" in caplog.text
+
+
+def test_feedback_hides_the_hidden_tests_and_their_traceback():
+    source = "check(a)\n    ### BEGIN HIDDEN TESTS\n    check(secret)\n    ### END HIDDEN TESTS\nprint('done')"
+    test = graded_cell(source, "test_move")
+    test.outputs = [new_output("error", ename="AssertionError", evalue="x: expected cpu, found meta",
+                               traceback=["Traceback", "----> check(secret)", "AssertionError: ..."])]
+    answer = graded_cell("### BEGIN HIDDEN TESTS\nkept()", "move", solution=True)
+    nb, _ = HideHiddenTests().preprocess(new_notebook(cells=[test, answer]), {})
+    shown = nb.cells[0]
+    assert "secret" not in shown.source and shown.source.startswith("check(a)\n    # (hidden tests ran here")
+    assert shown.source.endswith("# （隐藏测试已在此运行：结果见下方）\nprint('done')")
+    assert shown.outputs[0].traceback == ["AssertionError: x: expected cpu, found meta"]
+    assert nb.cells[1].source == "### BEGIN HIDDEN TESTS\nkept()"  # only test cells hold hidden tests
+
+
+def test_feedback_pages_wrap_long_diagnostics():
+    _, shown = WrapDiagnostics().preprocess(new_notebook(), {"inlining": {"css": ["p {}"]}})
+    assert shown["inlining"]["css"][0] == "p {}" and "white-space: pre-wrap" in shown["inlining"]["css"][1]
+
+
+def test_no_feedback_while_a_written_answer_waits_for_the_formgrader(gradebook, caplog):
+    with Gradebook(gradebook) as book:  # the written answer waits for a person
+        book.find_grade("written", "nb", "a1", "ada").needs_manual_grade = True
+        book.db.commit()
+    with pytest.raises(RuntimeError) as refused:
+        RequireHandGrading().preprocess(new_notebook(), resources(gradebook))
+    assert shows(str(refused.value), "feedback_ungraded") and "(written)" in str(refused.value)
+    with caplog.at_level(logging.WARNING):
+        RequireHandGrading(allow_ungraded=True).preprocess(new_notebook(), resources(gradebook))
+    assert shows(caplog.text, "feedback_shows_ungraded")
+
+
+def test_feedback_held_back_is_logged_as_its_reason_not_a_traceback(gradebook, caplog):
+    """nbgrader logs `traceback.format_exc()` for an error in a preprocessor: for feedback held back on
+    purpose the log shows the reason alone; any other traceback stays whole."""
+    with Gradebook(gradebook) as book:
+        book.find_grade("written", "nb", "a1", "ada").needs_manual_grade = True
+        book.db.commit()
+    log = logging.getLogger("GenerateFeedbackApp-test")
+    plugin = RequireHandGrading(log=log)
+    with caplog.at_level(logging.ERROR, logger=log.name):
+        for error in (None, ValueError("a real bug")):
+            try:
+                if error:
+                    raise error
+                plugin.preprocess(new_notebook(), resources(gradebook))
+            except Exception:  # noqa: BLE001: as nbgrader's converter does
+                log.error(traceback.format_exc())
+    held_back, other = [record.getMessage() for record in caplog.records]
+    assert shows(held_back, "feedback_ungraded") and "Traceback" not in held_back, held_back
+    assert other.startswith("Traceback") and "ValueError: a real bug" in other
+
+
+def test_feedback_goes_out_once_every_answer_is_graded(gradebook):
+    nb = new_notebook(cells=[new_markdown_cell("answer")])
+    assert RequireHandGrading().preprocess(nb, resources(gradebook))[0] is nb
+
+
+def test_status_tells_a_submission_autograde_never_reached_from_one_waiting_for_a_person(gradebook, capsys):
+    """`course status`: a test cell without a score means autograde never got through the submission; a
+    code answer graded by hand has none either until a person gives it one, and is waiting, not that."""
+    from course.gradebook import print_hand_grading
+    from autograder.messages import text
+
+    with Gradebook(gradebook) as book:
+        book.add_grade_cell("explain_code", "nb", "a1", max_score=1, cell_type="code")
+        book.add_solution_cell("explain_code", "nb", "a1")
+        book.add_source_cell("explain_code", "nb", "a1", cell_type="code", locked=False, source="")
+        for student, test_score in [("cy", 2.0), ("bo", None)]:  # bo's file was not a notebook
+            book.add_student(student)
+            book.add_submission("a1", student)
+            book.find_grade("test_move", "nb", "a1", student).auto_score = test_score
+            book.find_grade("explain_code", "nb", "a1", student).needs_manual_grade = True
+        book.db.commit()
+    print_hand_grading(gradebook, "a1", every_student=True)
+    shown = capsys.readouterr().out
+    assert text("status_not_autograded", student="bo", assignment="a1").en in shown, shown
+    assert text("status_not_autograded", student="cy", assignment="a1").en not in shown, shown
+    assert shows(shown, "status_waiting") and "cy: " in shown and "explain_code" in shown, shown

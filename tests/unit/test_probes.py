@@ -1,0 +1,85 @@
+import pytest
+import torch
+from torch import nn
+
+from autograder.probes import count_transfers, save_as_if_from_cuda
+from autograder.simulate import simulated_accelerator
+
+
+@pytest.fixture
+def tensors():
+    return [torch.randn(3) for _ in range(5)]
+
+
+def test_one_stacked_move_is_one_transfer(tensors):
+    with count_transfers() as counter:
+        torch.stack(tensors).to("meta")
+    assert counter.transfers == 1
+
+
+def test_per_tensor_moves_are_counted_each(tensors):
+    with count_transfers() as counter:
+        torch.stack([t.to("meta") for t in tensors])
+    assert counter.transfers == len(tensors)
+
+
+def test_copies_into_a_device_buffer_are_counted(tensors):
+    with count_transfers() as counter:
+        out = torch.empty(len(tensors), 3, device="meta")
+        for i, t in enumerate(tensors):
+            out[i] = t
+    assert counter.transfers == len(tensors)
+
+
+def test_casts_and_same_device_copies_are_not_transfers(tensors):
+    with count_transfers() as counter:
+        torch.stack(tensors).to(torch.float64).clone().to("cpu")
+    assert counter.transfers == 0
+
+
+INDEX, MASK = torch.tensor([0, 2]), torch.tensor([True, False, True, False, True])
+
+
+@pytest.mark.parametrize("operation, copies", [
+    (lambda x: x[INDEX], 1),                                  # the index is moved to x's device
+    (lambda x: x[MASK], 1),
+    (lambda x: x.index_put_((INDEX,), torch.ones(2)), 2),     # the index and the values
+    (lambda x: x.__setitem__(slice(0, 2), torch.ones(2)), 1), # x[0:2] = a CPU tensor
+    (lambda x: x * torch.tensor(2.0), 0),                     # a 0-dim CPU tensor joins as a number
+    (lambda x: x[INDEX.to(x.device)], 1),                     # the one explicit move
+], ids=["cpu-index", "cpu-mask", "index_put_", "slice-assignment", "0-dim-scalar", "index-moved-first"])
+def test_copies_inside_an_operation_are_counted(operation, copies):
+    """Indexing a device tensor with a CPU index or mask raises nothing: the kernel copies it across."""
+    with count_transfers() as counter:
+        operation(torch.zeros(5, device="meta"))
+    assert counter.transfers == copies
+
+
+def test_an_operation_that_refuses_the_mix_copies_nothing():
+    with count_transfers() as counter, pytest.raises(RuntimeError, match="expected device meta"):
+        torch.zeros(5, device="meta") + torch.ones(5)
+    assert counter.transfers == 0
+
+
+@pytest.fixture
+def cuda_checkpoint(tmp_path):
+    path = tmp_path / "trained_on_gpu.pt"
+    model = nn.Linear(3, 2)
+    save_as_if_from_cuda(model.state_dict(), path)
+    return path, model.state_dict()
+
+
+def test_cuda_checkpoint_needs_map_location_on_a_cpu_only_machine(cuda_checkpoint):
+    path, _ = cuda_checkpoint
+    with simulated_accelerator(None), pytest.raises(RuntimeError, match="CUDA"):
+        torch.load(path, weights_only=True)
+
+
+@pytest.mark.parametrize("target", ["cpu", "meta"])
+def test_cuda_checkpoint_loads_with_map_location(cuda_checkpoint, target):
+    path, original = cuda_checkpoint
+    with simulated_accelerator(None):
+        loaded = torch.load(path, map_location=target, weights_only=True)
+    assert {t.device.type for t in loaded.values()} == {target}
+    if target == "cpu":
+        assert all(torch.equal(loaded[k], original[k]) for k in original)

@@ -1,0 +1,79 @@
+"""The simulated machines behave as real PyTorch does on such a machine, through every API."""
+import pytest
+import torch
+
+from autograder.simulate import MACHINES, Machine, simulated_accelerator, simulated_machine
+
+
+APIS = {
+    "torch.cuda.is_available()": lambda: torch.cuda.is_available(),
+    "torch.backends.mps.is_available()": lambda: torch.backends.mps.is_available(),
+    "torch.accelerator.is_available()": lambda: torch.accelerator.is_available(),
+    "torch.accelerator.current_accelerator()": lambda: torch.accelerator.current_accelerator(),
+    "torch.accelerator.current_accelerator(check_available=True)":
+        lambda: torch.accelerator.current_accelerator(check_available=True),
+    "torch.backends.cuda.is_built()": lambda: torch.backends.cuda.is_built(),
+    "torch.version.cuda is not None": lambda: torch.version.cuda is not None,
+}
+
+
+def seen(machine: Machine) -> dict:
+    with simulated_machine(machine):
+        return {name: ask() for name, ask in APIS.items()}
+
+
+def real() -> dict:
+    return {name: ask() for name, ask in APIS.items()}
+
+
+def this_machine() -> Machine:
+    present = ("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else None)
+    built = "cuda" if torch.version.cuda else ("mps" if torch.backends.mps.is_built() else None)
+    return Machine(present, built)
+
+
+def test_the_simulation_of_this_machine_matches_the_real_pytorch():
+    """On the CPU build and on the CUDA build without a GPU alike: what a student's code would see."""
+    machine = this_machine()
+    assert machine in MACHINES
+    assert seen(machine) == real()
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=str)
+def test_runtime_checks_agree_on_what_is_present(machine):
+    answers = seen(machine)
+    assert answers["torch.cuda.is_available()"] == (machine.present == "cuda")
+    assert answers["torch.backends.mps.is_available()"] == (machine.present == "mps")
+    assert answers["torch.accelerator.is_available()"] == (machine.present is not None)
+    checked = answers["torch.accelerator.current_accelerator(check_available=True)"]
+    assert (checked.type if checked else None) == machine.present
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=str)
+def test_current_accelerator_without_check_reports_the_build(machine):
+    """The trap of torch 2.13: the bare call names the compile-time accelerator, present or not."""
+    reported = seen(machine)["torch.accelerator.current_accelerator()"]
+    assert (reported.type if reported else None) == machine.built
+
+
+def test_the_cuda_build_without_a_gpu_is_one_of_the_machines():
+    cuda_build_no_gpu = Machine(None, "cuda")
+    assert cuda_build_no_gpu in MACHINES
+    answers = seen(cuda_build_no_gpu)
+    assert answers["torch.accelerator.current_accelerator()"] == torch.device("cuda")
+    assert answers["torch.accelerator.current_accelerator(check_available=True)"] is None
+    assert answers["torch.version.cuda is not None"] and answers["torch.backends.cuda.is_built()"]
+
+
+def test_everything_is_restored_afterwards():
+    before = real()
+    for machine in MACHINES:
+        seen(machine)
+    assert real() == before
+
+
+@pytest.mark.parametrize("kind, built", [("cuda", "mps"), ("tpu", None), (None, "xla")])
+def test_impossible_machines_are_refused(kind, built):
+    with pytest.raises(ValueError):
+        with simulated_accelerator(kind, built):
+            pass
