@@ -1,4 +1,5 @@
-"""`course grade`: nbgrader's own autograde, several submissions at a time, into one gradebook.
+"""The work of `course grade` (its command: course/commands/grade.py): nbgrader's own autograde,
+several submissions at a time, into one gradebook.
 
 Each worker process runs `NbGraderAPI.autograde` (the same Autograde converter, preprocessors,
 checksums and gradebook as `nbgrader autograde`) for one student at a time. Workers are forked from a

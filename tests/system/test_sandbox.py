@@ -349,7 +349,7 @@ def test_a_killed_grader_leaves_no_sandbox_behind(mode, tmp_path):
     spawn = f"import subprocess; subprocess.Popen(['/bin/sh', '-c', 'sleep 300; : {tag}'], start_new_session=True)"
     grader = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parents[1])!r}]  # this file, conftest
         from test_sandbox import MODES, Kernel
         kernel = Kernel(MODES[{mode!r}], {str(work)!r})
         kernel.evaluate({spawn + '; print("RESULT 1")'!r})
