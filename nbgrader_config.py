@@ -103,25 +103,8 @@ c.SafeExecute.notebook_timeout = 900
 # nbgrader's own autograde pipelines, with three changes: cells with malformed nbgrader metadata or
 # claiming unknown grade ids (forged or duplicated test cells) become ordinary cells; a kernel that dies or hangs
 # costs only the cells that did not run; and the points of every test cell are decided by the verdict
-# process, which the submission's kernel cannot reach (DecideGrades, before SaveAutoGrades reads them).
-from nbgrader.converters import Autograde  # noqa: E402
-from nbgrader.preprocessors import DeduplicateIds, Execute, OverwriteCells, SaveAutoGrades  # noqa: E402
+# process, which the submission's kernel cannot reach (course/plugins/autograde.py: DecideGrades).
+from course.plugins.autograde import autograde_pipeline, sanitize_pipeline  # noqa: E402
 
-
-def nbgrader_default(trait):
-    return Autograde.class_traits()[trait].default()
-
-
-sanitize = nbgrader_default("sanitize_preprocessors")
-sanitize.insert(sanitize.index(DeduplicateIds), "course.plugins.autograde.DropMalformedMetadata")
-sanitize.insert(sanitize.index(OverwriteCells), "course.plugins.autograde.ForgetUnknownCells")
-# OverwriteCells that does not warn about test cells left as released (their hidden tests make the
-# checksum differ), so that a warning in the log means a test cell was really changed
-sanitize[sanitize.index(OverwriteCells)] = "course.plugins.autograde.OverwriteCellsQuietly"
-c.Autograde.sanitize_preprocessors = sanitize
-autograde = [
-    "course.plugins.autograde.SafeExecute" if preprocessor is Execute else preprocessor
-    for preprocessor in nbgrader_default("autograde_preprocessors")
-]
-autograde.insert(autograde.index(SaveAutoGrades), "course.plugins.autograde.DecideGrades")
-c.Autograde.autograde_preprocessors = autograde
+c.Autograde.sanitize_preprocessors = sanitize_pipeline()
+c.Autograde.autograde_preprocessors = autograde_pipeline()

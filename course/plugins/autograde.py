@@ -12,7 +12,9 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
-from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor, OverwriteCells
+from nbgrader.converters import Autograde
+from nbgrader.preprocessors import (ClearHiddenTests, DeduplicateIds, Execute, NbGraderPreprocessor, OverwriteCells,
+                                     SaveAutoGrades)
 from traitlets import Bool, Integer
 
 from autograder.messages import message, printable
@@ -392,3 +394,28 @@ class NotebookOverBudget(CellTimeoutError):
 def stopped_output(ename, key, **fields) -> NotebookNode:
     text = message(key, **fields)
     return NotebookNode(output_type="error", ename=ename, evalue=text, traceback=[text])
+
+
+def _nbgrader_default(trait) -> list:
+    return Autograde.class_traits()[trait].default()
+
+
+def sanitize_pipeline() -> list:
+    """nbgrader's sanitize preprocessors for autograde (the submission before anything runs), with cells of
+    malformed nbgrader metadata or unknown grade ids made ordinary cells, and OverwriteCells that does not
+    warn about test cells left as released (their hidden tests make the checksum differ), so that a warning
+    in the log means a test cell was really changed."""
+    pipeline = _nbgrader_default("sanitize_preprocessors")
+    pipeline.insert(pipeline.index(DeduplicateIds), f"{__name__}.DropMalformedMetadata")
+    pipeline.insert(pipeline.index(OverwriteCells), f"{__name__}.ForgetUnknownCells")
+    pipeline[pipeline.index(OverwriteCells)] = f"{__name__}.OverwriteCellsQuietly"
+    return pipeline
+
+
+def autograde_pipeline() -> list:
+    """nbgrader's autograde preprocessors, with SafeExecute for Execute (a kernel that dies or hangs costs
+    only the cells that did not run) and DecideGrades before SaveAutoGrades reads the points."""
+    pipeline = [f"{__name__}.SafeExecute" if step is Execute else step
+                for step in _nbgrader_default("autograde_preprocessors")]
+    pipeline.insert(pipeline.index(SaveAutoGrades), f"{__name__}.DecideGrades")
+    return pipeline

@@ -148,3 +148,26 @@ def test_status_tells_a_submission_autograde_never_reached_from_one_waiting_for_
     assert text("status_not_autograded", student="bo", assignment="a1").en in shown, shown
     assert text("status_not_autograded", student="cy", assignment="a1").en not in shown, shown
     assert shows(shown, "status_waiting") and "cy: " in shown and "explain_code" in shown, shown
+
+
+def test_the_course_configuration_runs_nbgraders_pipelines_with_the_courses_steps_only():
+    """nbgrader_config.py: nbgrader's own sanitize and autograde steps, in nbgrader's order, with the course's
+    steps at their places (DecideGrades just before SaveAutoGrades reads the points)."""
+    from nbgrader.converters import Autograde
+
+    from course import classroom, settings
+
+    configured = settings.load(classroom.ROOT).Autograde
+    replaced = {"course.plugins.autograde.OverwriteCellsQuietly": "OverwriteCells",
+                "course.plugins.autograde.SafeExecute": "Execute"}
+    added = {"course.plugins.autograde.DropMalformedMetadata", "course.plugins.autograde.ForgetUnknownCells",
+             "course.plugins.autograde.DecideGrades"}
+    for trait, steps in [("sanitize_preprocessors", ["DropMalformedMetadata", "DeduplicateIds", "ForgetUnknownCells",
+                                                     "OverwriteCellsQuietly"]),
+                         ("autograde_preprocessors", ["SafeExecute", "DecideGrades", "SaveAutoGrades"])]:
+        pipeline = configured[trait]
+        names = [step if isinstance(step, str) else step.__name__ for step in pipeline]
+        nbgraders = [step.__name__ for step in Autograde.class_traits()[trait].default()]
+        assert [replaced.get(n, n) for n in names if n not in added] == nbgraders, names
+        shown = [n.rpartition(".")[2] for n in names]
+        assert [n for n in shown if n in steps] == steps, shown
