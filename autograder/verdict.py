@@ -464,8 +464,9 @@ def _words(source) -> set:
 
     from . import checks
 
+    modules = [checks, *(module for name, module in sys.modules.items() if name.startswith(f"{checks.__name__}."))]
     return (set(re.findall(r"\w+", source)) | set(dir(builtins)) | set(dir(torch)) | set(dir(torch.nn))
-            | set(dir(checks)) | PARAMETER_NAMES
+            | {name for module in modules for name in dir(module)} | PARAMETER_NAMES
             | {"device", "type", "index", "tensor", "ndarray", "NoneType", "OrderedDict", "mask", "module"})
 
 

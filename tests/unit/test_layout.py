@@ -84,3 +84,13 @@ def test_a_missing_corpus_says_where_to_run_the_demo(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError) as raised:
         classroom.load_corpus("a1_tensor_to")
     assert shows(str(raised.value), "corpus_not_installed")
+
+
+def test_the_verdict_knows_every_name_the_checks_modules_hold():
+    """What a diagnostic may name includes the checks' own names (the verdict shows '…' for any other
+    word): those of every module of the package, as when it was one file (`torch`, `Mapping`, …)."""
+    from autograder import checks, verdict
+
+    names = {name for module in (checks, checks.core, checks.tensors, checks.modules, checks.training,
+                                 checks.data, checks.checkpoints) for name in dir(module)}
+    assert {"torch", "Mapping", "NormKernelInputs"} <= names <= verdict._words("")
