@@ -25,7 +25,6 @@ import io
 import logging
 import multiprocessing
 import multiprocessing.connection
-import os
 import re
 import shutil
 import signal

@@ -28,9 +28,8 @@ TIERS = ("unit", "grading", "system")  # tests/unit/, tests/grading/, tests/syst
 def pytest_collection_modifyitems(items):
     """Each test is marked with its folder's tier, so `pytest -m unit` (`make test-fast`) is tests/unit/."""
     for item in items:
-        tier = next((part for part in item.path.parts[-2:-1] if part in TIERS), None)
-        if tier:
-            item.add_marker(tier)
+        if item.path.parent.name in TIERS:
+            item.add_marker(item.path.parent.name)
 
 
 BIN = Path(sys.executable).parent  # this environment's commands: course, nbgrader, jupyter, alembic
