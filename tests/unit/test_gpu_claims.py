@@ -93,10 +93,27 @@ def test_a_cuda_only_cell_prints_its_sentence_without_cuda(capsys):
     assert shows(printed, "gpu_only_two") and shows(printed, "gpu_shows_ddp_two_gpus")
 
 
-def test_every_claim_names_its_lesson_and_what_it_needs():
+def english_headings(number: int) -> list[str]:
+    (path,) = (ROOT / "notebooks").glob(f"{number:02d}_*.ipynb")
+    return [line.lstrip("#").strip() for cell in nbformat.read(path, as_version=4).cells
+            if "lang-en" in cell.metadata.get("tags", []) for line in cell.source.splitlines() if line.startswith("#")]
+
+
+def test_every_claim_names_its_lesson_section_and_what_it_needs():
+    """A claim's label, "8 · Which 16-bit type; 9 · TF32", names sections of those lessons (a lesson's own
+    CUDA-only cell: "10 · cell 58", that cell), so that renumbering the lessons cannot leave it behind."""
     assert len(gpu_claims.CLAIMS) >= 10
     for item in gpu_claims.CLAIMS:
-        assert item.lesson[0].isdigit() and item.says and item.needs in ("cuda", "2 cuda", "cuda-build")
+        assert item.says and item.needs in ("cuda", "2 cuda", "cuda-build")
+        number = None
+        for part in item.lesson.split("; "):
+            found = re.fullmatch(r"(?:(\d+) · )?(.+)", part)
+            number = int(found[1]) if found[1] else number
+            assert number is not None, item.lesson
+            if re.fullmatch(r"cell \d+", found[2]):
+                continue
+            words = found[2].strip("…")
+            assert any(words in heading for heading in english_headings(number)), f"lesson {number} has no section {part!r}"
 
 
 def test_the_script_checks_what_this_machine_can_and_passes():

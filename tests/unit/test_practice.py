@@ -90,3 +90,30 @@ def test_run_all_on_an_untouched_lesson_reports_every_exercise_not_answered(less
         assert fingerprint("practice_unanswered").en in printed(check)
         later = [cell for cell in lesson.cells[start + 1:] if cell.cell_type == "code"]
         assert not any(names & defined_names(cell.source) for cell in later), names
+
+
+def test_a_recipe_a_later_lesson_imports_is_the_code_its_lesson_teaches():
+    """Lesson 9 imports lesson 8's `amp_dtype_for` from autograder.recipes: it is lesson 8's cell, statement
+    for statement, so that what lesson 9 runs is what lesson 8 taught."""
+    import ast
+    import inspect
+
+    from autograder import recipes
+
+    taught = [node for cell in nbformat.read(ROOT / "notebooks" / "08_mixed_precision.ipynb", as_version=4).cells
+              if cell.cell_type == "code" for node in ast.parse(cell.source).body
+              if isinstance(node, ast.FunctionDef) and node.name == "amp_dtype_for"]
+    assert len(taught) == 1, "lesson 8 defines amp_dtype_for once"
+    assert ast.dump(taught[0]) == ast.dump(ast.parse(inspect.getsource(recipes.amp_dtype_for)).body[0])
+
+
+def test_a_failed_ddp_run_raises_with_the_end_of_its_errors(tmp_path):
+    """`run_ddp` (lessons 10 and 11) never lets a broken run pass for a good one."""
+    from autograder.recipes import run_ddp
+
+    script = tmp_path / "broken.py"
+    script.write_text("import os, sys\nif os.environ['RANK'] == '1':\n    sys.exit('rank 1 gave up')\nprint('rank 0 done')\n")
+    with pytest.raises(RuntimeError, match="rank 1 gave up"):
+        run_ddp(script)
+    script.write_text("import os\nprint('rank', os.environ['RANK'], 'of', os.environ['WORLD_SIZE'])\n")
+    assert sorted(run_ddp(script).splitlines()) == ["rank 0 of 2", "rank 1 of 2"]

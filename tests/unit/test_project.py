@@ -68,10 +68,10 @@ def test_readme_seed_table_points_at_sections_that_exist():
 
     readme = (ROOT / "README.md").read_text("utf-8")
     table = readme.split("### What the seed articles say")[1].split("###")[0]
-    references = re.findall(r'lesson (\d)((?: § "[^"]+",?)*)', table)
+    references = re.findall(r'lesson (\d+)((?: § "[^"]+",?)*)', table)
     assert len(references) >= 15
     for number, sections in references:
-        (path,) = ROOT.glob(f"notebooks/0{number}_*.ipynb")
+        (path,) = ROOT.glob(f"notebooks/{int(number):02d}_*.ipynb")
         headings = [line.lstrip("#").strip() for cell in nbformat.read(path, as_version=4).cells
                     if "lang-en" in cell.metadata.get("tags", []) for line in cell.source.splitlines()
                     if line.startswith("#")]

@@ -20,7 +20,7 @@ ROOT = classroom.ROOT
 LESSON = ROOT / "notebooks" / "03_module_to.ipynb"
 RELEASE = classroom.notebook_path(ROOT, "release", "a1_tensor_to")
 CJK = re.compile(r"[\u4e00-\u9fff]")
-NOTEBOOKS = student_bundle.student_notebooks(ROOT)  # the ten lessons and the four release notebooks
+NOTEBOOKS = student_bundle.student_notebooks(ROOT)  # the twelve lessons and the four release notebooks
 ZH_HANT = json.loads((ROOT / "course" / "authoring" / "zh_hant.json").read_text("utf-8"))
 
 
