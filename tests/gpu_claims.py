@@ -492,6 +492,8 @@ SHOWN = {  # message key → lines its cell prints on a GPU, and a check of its 
                                   r"arguments only work with single-device/multiple-device GPU modules or CPU modules",
                                   r"output on: cuda:1", r"each gradient on its parameter's device: True"],
     "gpu_shows_module_between_gpus": [r"returns the same module: True", r"weight on cuda:1: True"],
+    "gpu_shows_16_bit_matmul_speed": [r"float16 faster than float32: True",
+                                      lambda shown: _milliseconds(shown, "float16") < _milliseconds(shown, "float32")],
     "gpu_shows_mismatch_messages": [r"nn\.Linear: RuntimeError: Expected all tensors to be on the same device, but got mat1 is on "
                                     r"cpu, different from other tensors on cuda:0 \(when checking argument in method wrapper_CUDA_addmm\)",
                                     r"element-wise: RuntimeError: Expected all tensors to be on the same device, but found at least two devices"],
