@@ -20,6 +20,7 @@ class TransferCounter(TorchDispatchMode):
     def __init__(self):
         super().__init__()
         self.transfers = 0
+        self.bytes = 0  # of the explicit copies' sources: what crossed to the other device
         # Every tensor an operation made while counting, and how many tensors on a device reached an
         # operation without having been made so: made while the counter was switched off
         # (torch.utils._python_dispatch._disable_current_modes), by copies it never saw.
@@ -44,6 +45,7 @@ class TransferCounter(TorchDispatchMode):
             target = args[0] if func is torch.ops.aten.copy_.default else result
             if source.device != target.device:
                 self.transfers += 1
+                self.bytes += source.numel() * source.element_size()
         else:
             tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
             if len({t.device for t in tensors}) > 1:  # it did not raise: its CPU tensors were moved

@@ -1,9 +1,11 @@
 """What one lesson builds and a later lesson uses again, imported there (as d2l's notebooks import `d2l`),
 so that each cell of the later lesson shows only its own idea.
 
-* `amp_dtype_for` is taught, line by line, in lesson 8 ("Which 16-bit type, on which device"); lesson 9
+* `amp_dtype_for` is taught, line by line, in lesson 9 ("Which 16-bit type, on which device"); lesson 10
   imports it. tests/unit/test_practice.py keeps the two the same.
-* `run_ddp` starts a lesson's DDP script with torchrun on the loopback interface (lessons 10 and 11).
+* `seconds` is lesson 7's timer (its cell passes the lesson's `device` and `time` to the statement too);
+  lesson 8 imports it.
+* `run_ddp` starts a lesson's DDP script with torchrun on the loopback interface (lessons 11 and 12).
 """
 import os
 import socket
@@ -23,6 +25,14 @@ def amp_dtype_for(device):
     if device.type == "cpu":
         return torch.bfloat16
     raise ValueError(f"no 16-bit autocast dtype for {device.type!r} / 没有适用于 {device.type!r} 的 16 位 autocast 数据类型")
+
+
+def seconds(stmt, min_run_time=0.05, **names):
+    """Median run time of `stmt` in seconds. / `stmt` 的中位运行时间（秒）。"""
+    from torch.utils import benchmark
+
+    timer = benchmark.Timer(stmt=stmt, globals={"torch": torch, **names})
+    return timer.blocked_autorange(min_run_time=min_run_time).median
 
 
 def free_loopback_port():

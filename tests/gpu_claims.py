@@ -122,7 +122,7 @@ def grad_follows_to_cuda():
     return model.weight.grad.device.type == "cuda", f"grad on {model.weight.grad.device}"
 
 
-@claim("7 · The bug: reading a device→host non-blocking copy too early",
+@claim("8 · The bug: reading a device→host non-blocking copy too early",
        "a non_blocking CUDA→CPU copy returns before the data has arrived; synchronising makes it correct")
 def early_read_race():
     x = torch.zeros(1 << 20, device="cuda")
@@ -214,7 +214,7 @@ def adam_step_on_cuda_synchronises():
     return seen == {"cuda": True, "cpu": False}, f"step synchronises with step on: {seen}"
 
 
-@claim("7 · Hidden transfers synchronise too", ".numpy() on a CUDA tensor raises TypeError; it does not synchronise")
+@claim("8 · Hidden transfers synchronise too", ".numpy() on a CUDA tensor raises TypeError; it does not synchronise")
 def numpy_raises_on_cuda():
     on_cuda = torch.ones(2, device="cuda")
     text = error_of(on_cuda.numpy, TypeError)
@@ -222,7 +222,7 @@ def numpy_raises_on_cuda():
     return "cuda" in text and not waited, f"{text} (synchronised: {waited})"
 
 
-@claim("7 · Hidden transfers synchronise too",
+@claim("8 · Hidden transfers synchronise too",
        "synchronise: .item(), .tolist(), print, Python if, boolean masks, nonzero, .cpu(), a blocking upload; "
        "do not: t * 2, t.max(), a non_blocking upload")
 def hidden_synchronisations():
@@ -246,7 +246,7 @@ def hidden_synchronisations():
     return not wrong, "synchronise: " + ", ".join(n for n, s in seen.items() if s) + (f"; wrong: {wrong}" if wrong else "")
 
 
-# ------------------------------------------------------------------ lessons 8 and 9 · autocast on CUDA
+# ------------------------------------------------------------------ lessons 9 and 10 · autocast on CUDA
 AUTOCAST_TABLE = {  # result → dtype under torch.autocast("cuda", dtype=torch.float16)
     "linear": torch.float16,
     "matmul": torch.float16,
@@ -260,7 +260,7 @@ AUTOCAST_TABLE = {  # result → dtype under torch.autocast("cuda", dtype=torch.
 }
 
 
-@claim("8 · What is used today", "which dtype each op produces under float16 autocast on CUDA: " +
+@claim("9 · What is used today", "which dtype each op produces under float16 autocast on CUDA: " +
        ", ".join(f"{op} → {str(dtype).removeprefix('torch.')}" for op, dtype in AUTOCAST_TABLE.items()))
 def autocast_dtype_table():
     torch.manual_seed(0)
@@ -289,7 +289,7 @@ def autocast_dtype_table():
     return not wrong and master, f"{shown}; weights and grads float32: {master}"
 
 
-@claim("8 · Which 16-bit type, on which device",
+@claim("9 · Which 16-bit type, on which device",
        "bfloat16 is native from compute capability 8 (Ampere) on: is_bf16_supported(including_emulation=False)")
 def bf16_native_from_ampere():
     native = torch.cuda.is_bf16_supported(including_emulation=False)
@@ -300,7 +300,7 @@ def bf16_native_from_ampere():
     return holds, f"capability {capability}, native bf16: {native}, autocast produced {produced}"
 
 
-@claim("9 · `binary_cross_entropy` is refused under CUDA autocast",
+@claim("10 · `binary_cross_entropy` is refused under CUDA autocast",
        "binary_cross_entropy raises RuntimeError under float16 CUDA autocast; the logits version gives float32")
 def bce_refused_under_cuda_autocast():
     scores, labels = torch.randn(8, 1, device="cuda"), torch.randint(0, 2, (8, 1), device="cuda").float()
@@ -311,7 +311,7 @@ def bce_refused_under_cuda_autocast():
     return holds, f"binary_cross_entropy: {refused.splitlines()[0]}; with logits: {with_logits}"
 
 
-@claim("9 · Casting a model for 16-bit inference",
+@claim("10 · Casting a model for 16-bit inference",
        "a float32 LayerNorm refuses a float16 input on CUDA (\"expected scalar type Half but found Float\"), "
        "and so does GroupNorm; a float32 BatchNorm1d accepts it; with float32 fed in and float16 handed back by "
        "hooks, the lesson's cast model runs")
@@ -320,7 +320,7 @@ def float32_norms_refuse_16_bit_inputs_on_cuda():
     refused = [error_of(lambda: norm.cuda()(x)) for norm in (nn.LayerNorm(8), nn.GroupNorm(2, 8))]
     batch_norm = nn.BatchNorm1d(8).cuda().eval()(x).dtype
     net = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 8), nn.LayerNorm(8)).cuda().eval()
-    for module in net.modules():  # lesson 9's recipe
+    for module in net.modules():  # lesson 10's recipe
         if isinstance(module, (nn.BatchNorm1d, nn.LayerNorm)):
             module.register_forward_pre_hook(lambda m, args: tuple(a.float() for a in args))
             module.register_forward_hook(lambda m, args, output: output.to(torch.float16))
@@ -371,8 +371,8 @@ def visible_devices_too_late():
     return seen == ["cuda:0"], " ".join(seen)
 
 
-# ------------------------------------------------------------------ lesson 12 · errors
-@claim("12 · Reading a device-mismatch error",
+# ------------------------------------------------------------------ lesson 13 · errors
+@claim("13 · Reading a device-mismatch error",
        "a linear layer on CUDA fed a CPU batch: 'Expected all tensors to be on the same device, but got "
        "mat1 is on cpu, different from other tensors on cuda:0 (when checking argument in method "
        "wrapper_CUDA_addmm)'")
@@ -383,20 +383,20 @@ def linear_mismatch_message():
     return text == expected, text
 
 
-@claim("12 · Reading a device-mismatch error",
+@claim("13 · Reading a device-mismatch error",
        "an element-wise op: 'Expected all tensors to be on the same device, but found at least two devices'")
 def elementwise_mismatch_message():
     text = error_of(lambda: torch.ones(2, device="cuda") + torch.ones(2))
     return "but found at least two devices" in text, text
 
 
-@claim("1 · meta; 12 · A device mismatch is an error", "a 0-dim CPU tensor mixes with a CUDA tensor without error")
+@claim("1 · meta; 13 · A device mismatch is an error", "a 0-dim CPU tensor mixes with a CUDA tensor without error")
 def zero_dim_cpu_scalar_mixes():
     result = torch.ones(2, device="cuda") + torch.tensor(1.0)
     return result.device.type == "cuda", f"result on {result.device}"
 
 
-@claim("12 · Reading a device-mismatch error",
+@claim("13 · Reading a device-mismatch error",
        "unlike a meta/cpu product, a cpu @ cuda matrix product raises")
 def cuda_matmul_checks_devices():
     text = error_of(lambda: torch.ones(2, 2) @ torch.ones(2, 2, device="cuda"))
@@ -406,7 +406,7 @@ def cuda_matmul_checks_devices():
 MiB = 2**20
 
 
-@claim("12 · GPU memory", "model.to('cpu') frees the parameters but Adam's CUDA state stays until it is moved too")
+@claim("13 · GPU memory", "model.to('cpu') frees the parameters but Adam's CUDA state stays until it is moved too")
 def optimizer_state_keeps_gpu_memory():
     import gc
 
@@ -427,7 +427,7 @@ def optimizer_state_keeps_gpu_memory():
     return holds, f"model.to('cpu') freed {freed} MiB, state on CUDA: {state_on_gpu}, moving state freed {freed_by_state} MiB"
 
 
-@claim("3 · Building a large model on `meta`; 12 · GPU memory", "to_empty allocates the whole model on the target device")
+@claim("3 · Building a large model on `meta`; 13 · GPU memory", "to_empty allocates the whole model on the target device")
 def to_empty_allocates_everything():
     with torch.device("meta"):
         big = nn.Sequential(*[nn.Linear(1024, 1024) for _ in range(8)])
@@ -457,7 +457,7 @@ NOT_SYNCHRONISING = ["t * 2", "t.max()", "pageable.to(device, non_blocking=True)
 
 
 def _synchronising(shown):
-    """Call → "True" / "False", as lesson 7's cell printed whether it synchronises."""
+    """Call → "True" / "False", as lesson 8's cell printed whether it synchronises."""
     return dict(re.findall(r"^(.+?) +synchronises: (True|False)$", shown, re.M))
 
 

@@ -8,6 +8,7 @@ from nbclient import NotebookClient
 
 # a folded model solution: the code block of a markdown `<details>` cell
 SOLUTION_BLOCK = re.compile(r"<details>.*?```python\n(?P<code>.*?)\n```", re.S)
+NOT_PROSE = re.compile(r"```.*?```|`[^`]*`|<[^>]+>|!\[[^\]]*\]\([^)]*\)", re.S)  # code, HTML, images
 
 
 def tags(cell) -> set[str]:
@@ -29,6 +30,14 @@ def run_after_earlier_cells(path, index, probe_source):
     NotebookClient(run, timeout=300, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     return run, probe
+
+
+def prose_words(lesson) -> int:
+    """Words of the lesson's English prose: its English markdown cells without code, HTML, images, the
+    shared prediction cells and the folded model solutions (what a student reads, in one language)."""
+    cells = [cell for cell in lesson.cells if cell.cell_type == "markdown" and tags(cell) & {"lang-en", "lang-zh"} == {"lang-en"}
+             and "solution" not in tags(cell)]
+    return sum(len(re.findall(r"[A-Za-z][A-Za-z'-]*", NOT_PROSE.sub("", cell.source))) for cell in cells)
 
 
 def exercises(lesson):

@@ -1,4 +1,4 @@
-"""Figure 5b (lesson 8): one mixed-precision training step: float32 master weights, a 16-bit copy per
+"""Figure 5b (lesson 9): one mixed-precision training step: float32 master weights, a 16-bit copy per
 operation inside autocast, a float32 loss, scaled gradients that are unscaled before the update."""
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch

@@ -1,4 +1,4 @@
-"""Figure 4 (lesson 10): DataParallel (one process: scatter, replicate, gather, every step, through GPU 0)
+"""Figure 4 (lesson 11): DataParallel (one process: scatter, replicate, gather, every step, through GPU 0)
 next to DistributedDataParallel (one process per GPU, only the gradients are all-reduced)."""
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch

@@ -1,4 +1,4 @@
-"""Figure 5a (lesson 8): the bit layouts of float32, float16 and bfloat16, next to the three problems of
+"""Figure 5a (lesson 9): the bit layouts of float32, float16 and bfloat16, next to the three problems of
 pure 16-bit training that they cause."""
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyBboxPatch, Rectangle

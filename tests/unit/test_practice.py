@@ -13,7 +13,7 @@ from autograder import checks
 from autograder.messages import fingerprint
 from autograder.practice import self_check
 from course.authoring import monolingual
-from lessons import defined_names, exercises, printed, solution_code, tags
+from lessons import defined_names, exercises, printed, prose_words, solution_code, tags
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,6 +71,11 @@ def test_students_get_no_answer_printed_under_a_prompt(lesson):
             assert given.outputs == kept.outputs
 
 
+def test_every_lesson_is_under_about_two_thousand_words_of_english_prose(lesson):
+    """One sitting each (issue 22 §5): a lesson that grows past this is split, as lessons 7–12 were."""
+    assert 500 < prose_words(lesson) <= 2000, f"{prose_words(lesson)} words of English prose"
+
+
 def test_every_lesson_exercise_is_checked_and_has_a_folded_solution(lesson):
     found = list(exercises(lesson))
     assert found, "at least one exercise"
@@ -93,22 +98,22 @@ def test_run_all_on_an_untouched_lesson_reports_every_exercise_not_answered(less
 
 
 def test_a_recipe_a_later_lesson_imports_is_the_code_its_lesson_teaches():
-    """Lesson 9 imports lesson 8's `amp_dtype_for` from autograder.recipes: it is lesson 8's cell, statement
-    for statement, so that what lesson 9 runs is what lesson 8 taught."""
+    """Lesson 10 imports lesson 9's `amp_dtype_for` from autograder.recipes: it is lesson 9's cell, statement
+    for statement, so that what lesson 10 runs is what lesson 9 taught."""
     import ast
     import inspect
 
     from autograder import recipes
 
-    taught = [node for cell in nbformat.read(ROOT / "notebooks" / "08_mixed_precision.ipynb", as_version=4).cells
+    taught = [node for cell in nbformat.read(ROOT / "notebooks" / "09_mixed_precision.ipynb", as_version=4).cells
               if cell.cell_type == "code" for node in ast.parse(cell.source).body
               if isinstance(node, ast.FunctionDef) and node.name == "amp_dtype_for"]
-    assert len(taught) == 1, "lesson 8 defines amp_dtype_for once"
+    assert len(taught) == 1, "lesson 9 defines amp_dtype_for once"
     assert ast.dump(taught[0]) == ast.dump(ast.parse(inspect.getsource(recipes.amp_dtype_for)).body[0])
 
 
 def test_a_failed_ddp_run_raises_with_the_end_of_its_errors(tmp_path):
-    """`run_ddp` (lessons 10 and 11) never lets a broken run pass for a good one."""
+    """`run_ddp` (lessons 11 and 12) never lets a broken run pass for a good one."""
     from autograder.recipes import run_ddp
 
     script = tmp_path / "broken.py"

@@ -37,6 +37,17 @@ def test_casts_and_same_device_copies_are_not_transfers(tensors):
     assert counter.transfers == 0
 
 
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32, torch.float64])
+def test_the_bytes_of_a_transfer_are_its_sources(dtype):
+    """Lesson 7's exercise: a uint8 batch moved, then converted on the device, moves one byte per pixel."""
+    images = torch.zeros(4, 3, 8, 8, dtype=dtype)
+    with count_transfers() as counter:
+        images.to("meta").float()
+        images.to(torch.float64).to(torch.float32)  # conversions on one device move nothing
+    assert counter.bytes == images.numel() * images.element_size()
+
+
 INDEX, MASK = torch.tensor([0, 2]), torch.tensor([True, False, True, False, True])
 
 
