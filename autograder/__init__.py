@@ -1,5 +1,5 @@
 """What runs in a student's or a grading kernel: the checks, the devices they run on, the bilingual
-messages, the lessons' probes and self-checks, a grading kernel's start-up and the verdict. Shipped whole
+messages, the lessons' probes, recipes and self-checks, a grading kernel's start-up and the verdict. Shipped whole
 in the student bundle; it never imports the instructor's `course` package (tests/unit/test_layout.py).
 
 The names below are imported on first use, so that `course` and every nbgrader command (whose
