@@ -63,6 +63,12 @@ def test_terms_inside_words_do_not_count():
     assert missing_terms("BatchNorm on localhost", "无") == []
 
 
+def test_tensor_cores_are_hardware_not_tensors():
+    """NVIDIA's Tensor Cores keep their English name in Chinese text; only a tensor needs 张量."""
+    assert missing_terms("Shapes for Tensor Cores; the tensor cores in TF32", "适合 Tensor Core 的形状") == []
+    assert missing_terms("A tensor on Tensor Cores", "Tensor Core 上") == ["tensors?(?! cores?\\b) → 张量"]
+
+
 @pytest.mark.parametrize("wrong, found", [
     ("在这个笔记本里运行", "笔记本 → notebook"),
     ("把批数据移到设备上", "批数据 → 批次"),
