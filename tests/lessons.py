@@ -32,6 +32,12 @@ def run_after_earlier_cells(path, index, probe_source):
     return run, probe
 
 
+def english_headings(path) -> list[str]:
+    """The headings of a lesson's English cells, without their #s."""
+    return [line.lstrip("#").strip() for cell in nbformat.read(path, as_version=4).cells
+            if "lang-en" in tags(cell) for line in cell.source.splitlines() if line.startswith("#")]
+
+
 def prose_words(lesson) -> int:
     """Words of the lesson's English prose: its English markdown cells without code, HTML, images, the
     shared prediction cells and the folded model solutions (what a student reads, in one language)."""

@@ -15,6 +15,7 @@ from course.classroom import ROOT
 
 sys.path.insert(0, str(ROOT / "tests"))
 import gpu_claims  # noqa: E402
+from lessons import english_headings  # noqa: E402
 
 
 def run_script(**env) -> subprocess.CompletedProcess:
@@ -93,10 +94,9 @@ def test_a_cuda_only_cell_prints_its_sentence_without_cuda(capsys):
     assert shows(printed, "gpu_only_two") and shows(printed, "gpu_shows_ddp_two_gpus")
 
 
-def english_headings(number: int) -> list[str]:
+def headings_of_lesson(number: int) -> list[str]:
     (path,) = (ROOT / "notebooks").glob(f"{number:02d}_*.ipynb")
-    return [line.lstrip("#").strip() for cell in nbformat.read(path, as_version=4).cells
-            if "lang-en" in cell.metadata.get("tags", []) for line in cell.source.splitlines() if line.startswith("#")]
+    return english_headings(path)
 
 
 def test_every_claim_names_its_lesson_section_and_what_it_needs():
@@ -113,7 +113,7 @@ def test_every_claim_names_its_lesson_section_and_what_it_needs():
             if re.fullmatch(r"cell \d+", found[2]):
                 continue
             words = found[2].strip("…")
-            assert any(words in heading for heading in english_headings(number)), f"lesson {number} has no section {part!r}"
+            assert any(words in heading for heading in headings_of_lesson(number)), f"lesson {number} has no section {part!r}"
 
 
 def test_the_script_checks_what_this_machine_can_and_passes():

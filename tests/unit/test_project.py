@@ -64,7 +64,7 @@ def test_gpu_job_really_has_cuda():
 
 
 def test_readme_seed_table_points_at_sections_that_exist():
-    import nbformat
+    from lessons import english_headings
 
     readme = (ROOT / "README.md").read_text("utf-8")
     table = readme.split("### What the seed articles say")[1].split("###")[0]
@@ -72,9 +72,7 @@ def test_readme_seed_table_points_at_sections_that_exist():
     assert len(references) >= 15
     for number, sections in references:
         (path,) = ROOT.glob(f"notebooks/{int(number):02d}_*.ipynb")
-        headings = [line.lstrip("#").strip() for cell in nbformat.read(path, as_version=4).cells
-                    if "lang-en" in cell.metadata.get("tags", []) for line in cell.source.splitlines()
-                    if line.startswith("#")]
+        headings = english_headings(path)
         for section in re.findall(r'"([^"]+)"', sections):
             assert any(h.startswith(section) for h in headings), f"lesson {number} has no section {section!r}"
     assert "{{EJS4}}" in table and "{{EJS6}}" in table
