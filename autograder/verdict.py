@@ -71,6 +71,7 @@ class Definitions:
         self.modules: dict[str, str] = {}  # name → the module or object it was imported as
         self.trusted: set[str] = set(dir(builtins))
         self.left_out: list[str] = []  # what was not kept, for the diagnostic of a NameError
+        self.student: set[str] = set()  # names the kept student statements bind, imports aside
 
     def trust(self, source):
         """An instructor's cell: every name it binds is trusted; its imports are modules."""
@@ -104,9 +105,11 @@ class Definitions:
     def _bind(self, node):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             self.modules.update(_imported(node))
+            self.student -= _bound_by_import(node)
         else:
             for name in _targets(node):
                 self.modules.pop(name, None)
+                self.student.add(name)
 
     def _kept(self, node) -> bool:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -229,8 +232,9 @@ def _plain_target(node) -> bool:
     return isinstance(node, ast.Name)
 
 
-def run(cells, timeout, grader_fd, sandboxed=False):
-    """Run the cells in order (see the module docstring); a JSON line per test cell on `grader_fd`."""
+def run(cells, timeout, grader_fd, sandboxed=False, sealed=False):
+    """Run the cells in order (see the module docstring); a JSON line per test cell on `grader_fd`.
+    `sealed`: each test cell runs as a caller and a judge (autograder/boundary.py)."""
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     definitions = Definitions()
     spared = _processes() if sandboxed else set()  # the sandbox's init, its holder, this process
@@ -243,7 +247,8 @@ def run(cells, timeout, grader_fd, sandboxed=False):
             for statement in kept.body:  # one by one: a definition that fails leaves the others
                 _execute(ast.Module(body=[statement], type_ignores=[]), namespace, "<submission>")
         else:
-            result = run_test(cell, namespace, timeout, definitions.left_out)
+            judged = _judged(namespace, definitions.student) if sealed else None
+            result = run_test(cell, namespace, timeout, definitions.left_out, judged)
             if sandboxed:
                 _end_stragglers(spared)
             result["grade_id"] = cell["grade_id"]
@@ -257,12 +262,33 @@ def _execute(code, namespace, filename):
         pass
 
 
-def run_test(cell, namespace, timeout, left_out) -> dict:
-    """One test cell in a forked child; its result, or why it has none (died, timed out)."""
+def _judged(namespace, student) -> dict:
+    """The judge's namespace: the student's functions and classes are stubs it never calls."""
+    from .boundary import stub
+
+    return {name: stub(name) if name in student and callable(value) else value for name, value in namespace.items()}
+
+
+def run_test(cell, namespace, timeout, left_out, judged=None) -> dict:
+    """One test cell in a forked child; its result, or why it has none (died, timed out). With `judged`
+    (the judge's namespace) the cell is sealed: a caller child runs the student's functions and sends
+    their results to the judge child, which runs the checks and alone writes the result."""
     reader, writer = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        _child(cell, namespace, writer, left_out)  # never returns
+    pids = []
+    if judged is not None:
+        calls, results = os.pipe()
+        pids.append(os.fork())
+        if pids[-1] == 0:
+            _child(cell, namespace, results, left_out, role="caller")  # never returns
+        os.close(results)
+        pids.append(os.fork())
+        if pids[-1] == 0:
+            _child(cell, judged, writer, left_out, calls=calls)  # never returns
+        os.close(calls)
+    else:
+        pids.append(os.fork())
+        if pids[-1] == 0:
+            _child(cell, namespace, writer, left_out)  # never returns
     os.close(writer)
     received, deadline, timed_out = b"", time.monotonic() + timeout, False
     while True:
@@ -280,7 +306,8 @@ def run_test(cell, namespace, timeout, left_out) -> dict:
         if len(received) > RESULT_LIMIT:
             break
     os.close(reader)
-    _kill(pid)
+    for pid in pids:
+        _kill(pid)
     if timed_out:
         return {"passed": False, "key": "timed_out"}
     try:
@@ -326,19 +353,28 @@ def _end_stragglers(spared):
             break
 
 
-def _child(cell, namespace, writer, left_out):
-    """In the forked child: only the result pipe stays open, then the test runs."""
+def _child(cell, namespace, writer, left_out, role="judge", calls=None):
+    """In the forked child: only its pipes stay open, then the test runs. The judge (or a cell that is
+    not sealed) writes the result on `writer`; a sealed cell's caller sends each call's result to the
+    judge on `writer` instead, and what it makes of the cell is dropped."""
     try:
         os.setpgid(0, 0)
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        os.closerange(3, writer)
-        os.closerange(writer + 1, 65536)
+        kept = sorted({writer, calls} - {None})
+        for low, high in zip([2, *kept], [*kept, 65536]):
+            os.closerange(low + 1, high)
         sys.stdin = open(0, closefd=False)
         sys.stdout = sys.stderr = open(1, "w", closefd=False)
+        if role == "caller" or calls is not None:
+            from . import boundary
+            from .checks import core
+
+            core.boundary = boundary.Recorder(writer) if role == "caller" else boundary.Judge(calls)
         result = _test(cell, dict(namespace), left_out)
-        os.write(writer, json.dumps(result).encode()[:RESULT_LIMIT])
+        if role == "judge":
+            os.write(writer, json.dumps(result).encode()[:RESULT_LIMIT])
     finally:
         os._exit(0)
 
@@ -351,6 +387,8 @@ def _test(cell, namespace, left_out) -> dict:
         fields = getattr(failure, "course_fields", None)
         if not isinstance(fields, dict):
             return {"passed": False, "key": "verdict_failed"}
+        if getattr(failure, "course_typed", False):  # a sealed call's diagnostic, as its caller sent it
+            return {"passed": False, "key": failure.course_key, "fields": fields}
         return {"passed": False, "key": getattr(failure, "course_key", "verdict_failed"),
                 "fields": {name: _typed(value) for name, value in fields.items()}}
     except NameError as error:
@@ -511,7 +549,7 @@ def main():
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # what the instructor's cells print goes nowhere; records go to grader_fd
         os.dup2(null, fd)
-    run(job["cells"], job["timeout"], grader_fd, sandboxed=job.get("sandboxed", False))
+    run(job["cells"], job["timeout"], grader_fd, sandboxed=job.get("sandboxed", False), sealed=job.get("sealed", False))
 
 
 if __name__ == "__main__":

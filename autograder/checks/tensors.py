@@ -7,7 +7,7 @@ import torch
 
 from ..devices import has_data, same_device
 from ..messages import text
-from .core import _device_of, _dtype_of, _fail, _name, _TENSOR_TYPES
+from .core import _device_of, _dtype_of, _fail, _grad_fn_name, _name, _TENSOR_TYPES
 
 
 def assert_tensor(obj, what):
@@ -104,7 +104,7 @@ def assert_leaf(t, what):
     __tracebackhide__ = True
     assert_requires_grad(t, what)
     if not t.is_leaf:
-        _fail("not_leaf", what=what, grad_fn=_name(t.grad_fn))
+        _fail("not_leaf", what=what, grad_fn=_grad_fn_name(t))
 
 
 def assert_grad_connected(t, source, what):
@@ -119,7 +119,7 @@ def assert_grad_connected(t, source, what):
         return
     if not _reaches(t.grad_fn, source):
         _fail("grad_disconnected", what=what, requires_grad=t.requires_grad,
-              grad_fn=_name(t.grad_fn))
+              grad_fn=_grad_fn_name(t))
 
 
 def _reaches(node, source) -> bool:

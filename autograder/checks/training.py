@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from ..probes import NormKernelInputs
-from .core import call, _fail, _name
+from .core import call, _fail, _grad_fn_name, _name
 from .tensors import assert_dtype, assert_tensor
 
 
@@ -16,7 +16,7 @@ def assert_detached(t, what):
     __tracebackhide__ = True
     assert_tensor(t, what)
     if t.requires_grad or t.grad_fn is not None:
-        _fail("not_detached", what=what, grad_fn=_name(t.grad_fn), requires_grad=t.requires_grad)
+        _fail("not_detached", what=what, grad_fn=_grad_fn_name(t), requires_grad=t.requires_grad)
 
 
 def assert_updated(before: Mapping, model, what):

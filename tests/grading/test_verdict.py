@@ -161,6 +161,36 @@ def test_the_verdict_process_decides_the_same_forked_or_new(forked, caplog, monk
     assert ("Fork server unavailable" in caplog.text) == (forked == "unavailable")
 
 
+FORGED_RECORD = """def double(x):
+    import os
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        try:
+            os.write(fd, b'{"passed": true}')
+        except OSError:
+            pass
+    os._exit(0)"""
+
+
+@pytest.mark.parametrize("answer, passes", [
+    ("def double(x):\n    return 2 * x", True),
+    ("def double(x):\n    return x + x + 0 * x.sum()", True),
+    ("def double(x):\n    return x", False),
+    (FORGED_RECORD, False),
+    ("def double(x):\n    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n    return 2 * x", False),
+], ids=["right", "right-another-way", "wrong", "forges-the-record", "kills-its-parent"])
+def test_a_sealed_cells_points_come_from_its_judge_which_sees_only_data(answer, passes):
+    """autograder/boundary.py: the student's function runs in the caller, the checks in the judge."""
+    test = ("from autograder import checks\nx = torch.arange(3.0)\n"
+            "checks.assert_values(checks.call('double(x)', double, x), 2 * x, 'double(x)')")
+    cells = [{"kind": "trusted", "source": "import torch", "grade_id": "imports"},
+             {"kind": "student", "source": answer, "grade_id": "answer"},
+             {"kind": "test", "source": test, "grade_id": "double"}]
+    record = DecideGrades().verdict(cells, 1, sealed=True).get("double")  # none: the verdict itself was killed
+    assert (record is not None and record["passed"]) is passes
+    if answer == FORGED_RECORD:  # what the seal stops: unsealed, a function body can write the record
+        assert DecideGrades().verdict(cells, 1, sealed=False)["double"]["passed"] is True
+
+
 def test_a_notebook_past_its_time_budget_stops_and_its_later_cells_earn_nothing(tmp_path):
     """Cells under their own limit can still hold the class: the notebook as a whole has a budget."""
     notebook = nbformat.v4.new_notebook(cells=[new_code_cell("import time"), new_code_cell("time.sleep(60)"),
