@@ -18,8 +18,11 @@ sockets) in a sandbox of its own, in a fresh empty folder, and sends it the note
   to /dev/null and it keeps no descriptor but the pipe of its own result; the parent, which has run no
   student code, enforces the time limit and writes one JSON line per test cell on the grader's pipe.
 
-What is still in reach: a student's function body runs, when a test calls it, in that test's child,
-next to the checks of that one test cell (README, "Threat model").
+In a sealed cell (the job's `sealed`: DecideGrades.sealed_assignments) even that child runs no student
+code: the cell runs as a caller, which runs the student's functions, and a judge, which runs the checks
+on the data the caller sent back and alone writes the result (autograder/boundary.py). In a cell that is
+not sealed, a student's function body still runs, when a test calls it, in that test's child, next to the
+checks of that one test cell (README, "Threat model").
 """
 import __future__
 import ast
