@@ -97,7 +97,7 @@ class Judge:
             raise _reported(failure.get("key"), failure.get("fields"))
         try:
             return decode(report["result"], known, report["payloads"])
-        except (KeyError, IndexError, TypeError, ValueError, RuntimeError, RecursionError):
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError, RuntimeError, RecursionError):
             raise diagnostic("verdict_call_unreadable", what=what) from None
 
     def _receive(self, what) -> dict:
