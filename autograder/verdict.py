@@ -18,7 +18,7 @@ sockets) in a sandbox of its own, in a fresh empty folder, and sends it the note
   to /dev/null and it keeps no descriptor but the pipe of its own result; the parent, which has run no
   student code, enforces the time limit and writes one JSON line per test cell on the grader's pipe.
 
-In a sealed cell (the job's `sealed`: DecideGrades.sealed_assignments) even that child runs no student
+In a sealed test cell (its `sealed`, from DecideGrades.sealed) even that child runs no student
 code: the cell runs as a caller, which runs the student's functions, and a judge, which runs the checks
 on the data the caller sent back and alone writes the result (autograder/boundary.py). In a cell that is
 not sealed, a student's function body still runs, when a test calls it, in that test's child, next to the
@@ -235,9 +235,9 @@ def _plain_target(node) -> bool:
     return isinstance(node, ast.Name)
 
 
-def run(cells, timeout, grader_fd, sandboxed=False, sealed=False):
+def run(cells, timeout, grader_fd, sandboxed=False):
     """Run the cells in order (see the module docstring); a JSON line per test cell on `grader_fd`.
-    `sealed`: each test cell runs as a caller and a judge (autograder/boundary.py)."""
+    A test cell marked `sealed` runs as a caller and a judge (autograder/boundary.py)."""
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     definitions = Definitions()
     spared = _processes() if sandboxed else set()  # the sandbox's init, its holder, this process
@@ -250,7 +250,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, sealed=False):
             for statement in kept.body:  # one by one: a definition that fails leaves the others
                 _execute(ast.Module(body=[statement], type_ignores=[]), namespace, "<submission>")
         else:
-            judged = _judged(namespace, definitions.student) if sealed else None
+            judged = _judged(namespace, definitions.student) if cell.get("sealed") else None
             result = run_test(cell, namespace, timeout, definitions.left_out, judged)
             if sandboxed:
                 _end_stragglers(spared)
@@ -552,7 +552,7 @@ def main():
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # what the instructor's cells print goes nowhere; records go to grader_fd
         os.dup2(null, fd)
-    run(job["cells"], job["timeout"], grader_fd, sandboxed=job.get("sandboxed", False), sealed=job.get("sealed", False))
+    run(job["cells"], job["timeout"], grader_fd, sandboxed=job.get("sandboxed", False))
 
 
 if __name__ == "__main__":

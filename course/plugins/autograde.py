@@ -240,17 +240,20 @@ class DecideGrades(NbGraderPreprocessor):
     cpu_seconds = Integer(None, allow_none=True, help="RLIMIT_CPU of each test cell's process").tag(config=True)
     fork_server = Bool(True, help="Fork the verdict process from a warm fork server (torch imported once "
                                   "per grading process) rather than start a new one").tag(config=True)
-    sealed_assignments = List(Unicode(), ["a1_tensor_to"],
-                              help="Assignments whose test cells are sealed: the student's functions run in "
-                                   "one process, the checks in another, which sees only the data they "
-                                   "returned (autograder/boundary.py)").tag(config=True)
+    sealed = List(Unicode(), ["a1_tensor_to", "a4_several_devices/test_audit"],
+                  help="The test cells that are sealed, as an assignment (all its test cells) or "
+                       "assignment/grade_id: there the student's functions run in one process and the checks "
+                       "in another, which sees only the data they returned (autograder/boundary.py)").tag(config=True)
 
     def preprocess(self, nb, resources):
+        assignment = resources.get("nbgrader", {}).get("assignment")
         cells = [verdict_cell(cell) for cell in nb.cells if cell.cell_type == "code"]
+        for cell in cells:
+            if cell["kind"] == "test":
+                cell["sealed"] = assignment in self.sealed or f"{assignment}/{cell['grade_id']}" in self.sealed
         tests = sum(cell["kind"] == "test" for cell in cells)
         started = time.monotonic()
-        sealed = resources.get("nbgrader", {}).get("assignment") in self.sealed_assignments
-        records = self.verdict(cells, tests, sealed=sealed) if tests else {}
+        records = self.verdict(cells, tests) if tests else {}
         self.log.info("Verdict of %d test cells in %.1f s", tests, time.monotonic() - started)
         for cell in nb.cells:
             if is_test_cell(cell):
@@ -268,15 +271,14 @@ class DecideGrades(NbGraderPreprocessor):
         configured = self.config.Execute.get("timeout") if "Execute" in self.config else None
         return int(configured or 120)
 
-    def verdict(self, cells, tests, sealed=False) -> dict:
+    def verdict(self, cells, tests) -> dict:
         """grade id → {"passed": bool, "message" or "key"}: the verdict process's records."""
         timeout = self.cell_timeout()
         folder = tempfile.mkdtemp(prefix="course-verdict-")
         job_path = os.path.join(folder, "job.json")  # read, then removed, before any test runs
         with open(job_path, "w", encoding="utf-8") as job:
             json.dump({"cells": cells, "timeout": timeout, "memory_bytes": self.memory_bytes,
-                       "cpu_seconds": self.cpu_seconds, "sandboxed": sandbox.enabled(self.config),
-                       "sealed": sealed}, job)
+                       "cpu_seconds": self.cpu_seconds, "sandboxed": sandbox.enabled(self.config)}, job)
         reader, writer = os.pipe()
         box = process = None
         try:

@@ -184,11 +184,12 @@ def test_a_sealed_cells_points_come_from_its_judge_which_sees_only_data(answer, 
             "checks.assert_values(checks.call('double(x)', double, x), 2 * x, 'double(x)')")
     cells = [{"kind": "trusted", "source": "import torch", "grade_id": "imports"},
              {"kind": "student", "source": answer, "grade_id": "answer"},
-             {"kind": "test", "source": test, "grade_id": "double"}]
-    record = DecideGrades().verdict(cells, 1, sealed=True).get("double")  # none: the verdict itself was killed
+             {"kind": "test", "source": test, "grade_id": "double", "sealed": True}]
+    record = DecideGrades().verdict(cells, 1).get("double")  # none: the verdict itself was killed
     assert (record is not None and record["passed"]) is passes
     if answer == FORGED_RECORD:  # what the seal stops: unsealed, a function body can write the record
-        assert DecideGrades().verdict(cells, 1, sealed=False)["double"]["passed"] is True
+        cells[-1]["sealed"] = False
+        assert DecideGrades().verdict(cells, 1)["double"]["passed"] is True
 
 
 def test_a_notebook_past_its_time_budget_stops_and_its_later_cells_earn_nothing(tmp_path):
