@@ -28,12 +28,15 @@ facts about its own result; it cannot make a check pass on data it did not retur
 import io
 import os
 import re
-import select
 import struct
 from collections import OrderedDict
 from collections.abc import Mapping
 
 import torch
+
+from .checks.core import GRAD_FN_NAME
+from .checks.tensors import _reaches
+from .devices import has_data
 
 FRAME_LIMIT = 64 * 2**20  # bytes of one call's result
 DEPTH_LIMIT = 32  # nesting of a result's containers
@@ -122,7 +125,6 @@ class Judge:
 def _read_exactly(fd, size) -> bytes | None:
     chunks, left = [], size
     while left:
-        select.select([fd], [], [])
         chunk = os.read(fd, min(left, 2**20))
         if not chunk:
             return None
@@ -254,8 +256,6 @@ def _tensor(node, known, payloads):
 def _differs(original, payload) -> bool:
     if (original.device, original.dtype, original.shape) != (payload.device, payload.dtype, payload.shape):
         return True
-    from .devices import has_data
-
     return has_data(payload.device) and not torch.equal(original.detach(), payload)
 
 
@@ -292,10 +292,6 @@ class Computed(torch.autograd.Function):
         return (None, *(None for _ in ctx.needs_input_grad[1:]))
 
 
-# where a rebuilt tensor keeps the caller's name of its grad_fn, for a diagnostic (checks.core._grad_fn_name)
-GRAD_FN_NAME = "course_grad_fn_name"
-
-
 def _identifier(name) -> str:
     return name if isinstance(name, str) and re.fullmatch(r"[A-Za-z_]\w{0,59}", name) else "Node"
 
@@ -309,12 +305,6 @@ def opaque(name):
     if name not in _OPAQUE:
         _OPAQUE[name] = type(name, (), {"__repr__": lambda self: f"<{type(self).__name__}>"})
     return _OPAQUE[name]
-
-
-def _reaches(node, source) -> bool:
-    from .checks.tensors import _reaches as reaches
-
-    return reaches(node, source)
 
 
 def stub(name):

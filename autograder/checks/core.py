@@ -40,6 +40,8 @@ def _fail(key, **fields):
 # Set in a sealed test cell of the verdict (autograder/boundary.py): there a student's function runs in
 # another process than the checks, and `call` returns what that process sent back, rebuilt from data.
 boundary = None
+# where a tensor rebuilt there keeps the caller's name of its grad_fn, for a diagnostic (_grad_fn_name)
+GRAD_FN_NAME = "course_grad_fn_name"
 
 
 def call(what, function, *args, then=None, **kwargs):
@@ -79,6 +81,4 @@ def _run(what, function, args, kwargs, then):
 
 def _grad_fn_name(t) -> str:
     """The name of `t`'s grad_fn, as the process that made `t` saw it (a sealed test rebuilds it)."""
-    from ..boundary import GRAD_FN_NAME
-
     return t.__dict__.get(GRAD_FN_NAME) or _name(t.grad_fn)
