@@ -251,7 +251,7 @@ def run(cells, timeout, grader_fd, sandboxed=False):
                 _execute(ast.Module(body=[statement], type_ignores=[]), namespace, "<submission>")
         else:
             judged = _judged(namespace, definitions.student) if cell.get("sealed") else None
-            result = run_test(cell, namespace, timeout, definitions.left_out, judged)
+            result = run_test(cell, namespace, timeout, definitions.left_out, judged, definitions.student)
             if sandboxed:
                 _end_stragglers(spared)
             result["grade_id"] = cell["grade_id"]
@@ -272,21 +272,22 @@ def _judged(namespace, student) -> dict:
     return {name: stub(name) if name in student and callable(value) else value for name, value in namespace.items()}
 
 
-def run_test(cell, namespace, timeout, left_out, judged=None) -> dict:
+def run_test(cell, namespace, timeout, left_out, judged=None, student=()) -> dict:
     """One test cell in a forked child; its result, or why it has none (died, timed out). With `judged`
     (the judge's namespace) the cell is sealed: a caller child runs the student's functions and sends
-    their results to the judge child, which runs the checks and alone writes the result."""
+    their results to the judge child, which runs the checks and alone writes the result; `student`, the
+    names the student's definitions bind: a call crosses to the caller when it involves one of them."""
     reader, writer = os.pipe()
     pids = []
     if judged is not None:
         calls, results = os.pipe()
         pids.append(os.fork())
         if pids[-1] == 0:
-            _child(cell, namespace, results, left_out, role="caller")  # never returns
+            _child(cell, namespace, results, left_out, role="caller", student=student)  # never returns
         os.close(results)
         pids.append(os.fork())
         if pids[-1] == 0:
-            _child(cell, judged, writer, left_out, calls=calls)  # never returns
+            _child(cell, judged, writer, left_out, calls=calls, student=student)  # never returns
         os.close(calls)
     else:
         pids.append(os.fork())
@@ -356,7 +357,7 @@ def _end_stragglers(spared):
             break
 
 
-def _child(cell, namespace, writer, left_out, role="judge", calls=None):
+def _child(cell, namespace, writer, left_out, role="judge", calls=None, student=()):
     """In the forked child: only its pipes stay open, then the test runs. The judge (or a cell that is
     not sealed) writes the result on `writer`; a sealed cell's caller sends each call's result to the
     judge on `writer` instead, and what it makes of the cell is dropped."""
@@ -374,7 +375,8 @@ def _child(cell, namespace, writer, left_out, role="judge", calls=None):
             from . import boundary
             from .checks import core
 
-            core.boundary = boundary.Recorder(writer) if role == "caller" else boundary.Judge(calls)
+            students = [namespace[name] for name in student if callable(namespace.get(name))]
+            core.boundary = boundary.Recorder(writer, students) if role == "caller" else boundary.Judge(calls, students)
         result = _test(cell, dict(namespace), left_out)
         if role == "judge":
             os.write(writer, json.dumps(result).encode()[:RESULT_LIMIT])

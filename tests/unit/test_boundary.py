@@ -82,6 +82,21 @@ def test_containers_keep_their_types_when_the_judge_knows_them(pipe):
     assert type(back["extra"]) is OrderedDict and back["extra"]["n"] == 7
 
 
+@pytest.mark.parametrize("kind", [list, dict, OrderedDict])
+def test_a_container_argument_returned_is_the_judges_own_changed_as_the_callers_was(pipe, kind):
+    def rename_in_place(state):
+        if isinstance(state, list):
+            state.reverse()
+        else:
+            state["renamed"] = state.pop("module.w")
+        return state
+
+    given = kind([1, 2]) if kind is list else kind({"module.w": torch.ones(1), "b": 2})
+    judged = copy.deepcopy(given)
+    assert sealed(pipe, rename_in_place, given, judged=(judged,)) is judged
+    assert list(judged) == ([2, 1] if kind is list else ["b", "renamed"])
+
+
 def test_an_object_the_judge_cannot_rebuild_stays_an_opaque_stand_in_named_as_the_students(pipe):
     class Everything(list):
         def __contains__(self, name):
@@ -124,6 +139,159 @@ def test_a_gradient_is_measured_by_then_where_the_result_was_made(pipe):
     judged = torch.ones(3, requires_grad=True)
     assert torch.equal(sealed(pipe, lambda t: t.clone(), w, then=gradient, judged=(judged,)), torch.full((3,), 3.0))
     assert judged.grad is None  # the judge's own tensor: nothing ran backward there
+
+
+# ------------------------------------------------------------------ arguments the student's code changes
+
+def test_a_module_changed_in_place_is_changed_in_the_judge_keeping_its_parameters(pipe):
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2))
+    judged = copy.deepcopy(model)
+    parameters = dict(judged.named_parameters())
+
+    def cast_and_train(m):
+        m[0].half()
+        m[1].eval()
+        m[0].weight.grad = torch.ones(2, 3, dtype=torch.float16)
+        m[1].running_mean.add_(5)
+        m.seen = {"forward": torch.zeros(1), "flag": True}
+        return m
+
+    assert sealed(pipe, cast_and_train, model, judged=(judged,)) is judged
+    assert judged[0].weight is parameters["0.weight"] and judged[0].weight.dtype == torch.float16
+    assert torch.equal(judged[0].weight, model[0].weight) and torch.equal(judged[0].weight.grad, model[0].weight.grad)
+    assert judged.training and not judged[1].training
+    assert torch.equal(judged[1].running_mean, torch.full((2,), 5.0))
+    assert judged.seen["flag"] is True and torch.equal(judged.seen["forward"], torch.zeros(1))
+
+
+def test_a_parameter_replaced_by_a_new_one_is_a_new_one_in_the_judge(pipe):
+    model = torch.nn.Linear(2, 2)
+    judged = copy.deepcopy(model)
+    original = judged.weight
+
+    def replace(m):
+        m.weight = torch.nn.Parameter(m.weight.detach().double())
+
+    sealed(pipe, replace, model, judged=(judged,))
+    assert judged.weight is not original and type(judged.weight) is torch.nn.Parameter
+    assert judged.weight.dtype == torch.float64
+
+
+def test_an_optimizer_and_a_grad_scaler_changed_by_the_call_are_changed_in_the_judge(pipe):
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=8.0, growth_interval=1)
+    judged = copy.deepcopy((model, optimizer, scaler))
+
+    def step(m, opt, s):
+        s.scale(m(torch.ones(1, 2)).sum()).backward()
+        s.step(opt)
+        s.update()
+        opt.param_groups[0]["lr"] = 0.5
+
+    sealed(pipe, step, model, optimizer, scaler, judged=judged)
+    judged_model, judged_optimizer, judged_scaler = judged
+    assert judged_scaler.get_scale() == 16.0
+    assert judged_optimizer.param_groups[0]["lr"] == 0.5
+    assert judged_optimizer.param_groups[0]["params"][0] is judged_model.weight  # still the judge's parameters
+    assert torch.equal(judged_model.weight, model.weight) and judged_model.weight.grad is not None
+
+
+@pytest.mark.parametrize("state, broken", [
+    ("held", []),
+    ("attribute", ["__class__", {"kind": "constant", "value": 1}]),
+    ("attribute", ["_parameters", {"kind": "constant", "value": None}]),
+], ids=["no-state", "a-dunder", "a-private-attribute"])
+def test_a_forged_state_of_an_argument_fails_the_call(pipe, state, broken):
+    reader, writer = pipe
+    model = torch.nn.Linear(2, 2)
+    report = {"what": "f()", "result": {"kind": "constant", "value": None}, "payloads": [], "counters": [],
+              "held": [{"modules": [["", {"training": True, "parameters": [], "grads": [], "buffers": [],
+                                          "non_persistent": [], "attributes": [broken]}]]}]}
+    if state == "held":
+        report["held"] = broken
+    buffer = io.BytesIO()
+    torch.save(report, buffer)
+    os.write(writer, frame(buffer.getvalue()))
+    with pytest.raises(AssertionError) as failure:
+        boundary.Judge(reader).call("f()", None, (model,), {}, None, core._run)
+    assert failure.value.course_key == "verdict_call_unreadable"
+    assert "weight" in model._parameters  # nothing written
+
+
+@pytest.mark.parametrize("tensor", [torch.arange(6.0).reshape(2, 3).T, torch.tensor(2.5, dtype=torch.float64),
+                                    torch.tensor([True, False]), torch.arange(3, dtype=torch.int16)],
+                         ids=["transposed", "0-dim", "bool", "int16"])
+def test_a_numpy_array_comes_back_with_its_dtype_shape_and_values(pipe, tensor):
+    back = sealed(pipe, lambda t: t.numpy(), tensor)
+    checks.assert_ndarray(back, tensor, "f(t)")
+
+
+def test_an_array_of_python_objects_is_an_opaque_stand_in(pipe):
+    import numpy
+
+    back = sealed(pipe, lambda: numpy.array([object()]))
+    with pytest.raises(AssertionError):
+        checks.assert_ndarray(back, torch.zeros(1), "f()")
+
+
+@pytest.mark.parametrize("function, transfers", [
+    (lambda ts: torch.stack(ts).to("meta"), 1),
+    (lambda ts: torch.stack([t.to("meta") for t in ts]), 3),
+], ids=["one-transfer", "one-per-tensor"])
+def test_a_transfer_counter_around_a_call_counts_what_the_callers_counter_saw(pipe, function, transfers):
+    from autograder.probes import count_transfers
+
+    reader, writer = pipe
+    tensors = [torch.ones(2) for _ in range(3)]
+    with count_transfers() as caller:
+        boundary.Recorder(writer).call("f()", function, (tensors,), {}, None, core._run)
+    with count_transfers() as judge:
+        moved = boundary.Judge(reader).call("f()", function, (copy.deepcopy(tensors),), {}, None, core._run)
+    assert caller.transfers == judge.transfers == transfers
+    checks.assert_transfers(judge, transfers, "f()", result=moved)
+
+
+def test_a_result_made_out_of_the_callers_sight_is_unseen_by_the_judges_counter(pipe):
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    from autograder.probes import count_transfers
+
+    def hidden(t):
+        with _disable_current_modes():
+            return t.to("meta")
+
+    reader, writer = pipe
+    with count_transfers():
+        boundary.Recorder(writer).call("f()", hidden, (torch.ones(2),), {}, None, core._run)
+    with count_transfers() as judge:
+        moved = boundary.Judge(reader).call("f()", hidden, (torch.ones(2),), {}, None, core._run)
+    with pytest.raises(AssertionError) as failure:
+        checks.assert_transfers(judge, 1, "f()", result=moved)
+    assert failure.value.course_key == "transfer_unseen"
+
+
+def test_only_a_call_that_involves_the_students_code_crosses(pipe):
+    """`DataLoader(dataset, **kwargs)` runs on each side; a call on a student's object runs where it lives."""
+    reader, writer = pipe
+
+    class Sampler:  # a student's object: the judge holds it as an opaque stand-in
+        def __iter__(self):
+            return iter([2, 0, 1])
+
+    def make_sampler():
+        return Sampler()
+
+    def stub():
+        raise AssertionError("the judge never calls the student's function")
+
+    recorder, judge = boundary.Recorder(writer, [make_sampler]), boundary.Judge(reader, [stub])
+    assert recorder.call("len()", len, ([1, 2],), {}, None, core._run) == 2  # nothing sent
+    sampler = recorder.call("make_sampler()", make_sampler, (), {}, None, core._run)
+    recorder.call("list(sampler)", list, (sampler,), {}, None, core._run)
+    assert judge.call("len()", len, ([1, 2],), {}, None, core._run) == 2
+    stand_in = judge.call("make_sampler()", stub, (), {}, None, core._run)
+    assert judge.call("list(sampler)", list, (stand_in,), {}, None, core._run) == [2, 0, 1]
 
 
 def test_the_callers_diagnostic_is_raised_again_by_the_judge(pipe):
@@ -184,7 +352,8 @@ def test_a_result_for_another_call_fails_the_call(pipe):
 def test_a_result_of_an_unknown_kind_fails_the_call(pipe):
     reader, writer = pipe
     buffer = io.BytesIO()
-    torch.save({"what": "f()", "result": {"kind": "module", "value": "os.system"}, "payloads": []}, buffer)
+    torch.save({"what": "f()", "result": {"kind": "module", "value": "os.system"}, "payloads": [], "held": [],
+                "counters": []}, buffer)
     os.write(writer, frame(buffer.getvalue()))
     back = boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
     assert type(back).__module__ == boundary.__name__  # an opaque stand-in, which no check accepts
