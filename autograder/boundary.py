@@ -54,6 +54,8 @@ from .devices import has_data
 from .probes import TransferCounter
 
 FRAME_LIMIT = 64 * 2**20  # bytes of one call's result
+CAUSE_LIMIT = 4000  # characters of the text of an error the student's function raised
+FILE_LIMIT = 16 * 2**20  # bytes of a file the student's function wrote at a path it was given
 DEPTH_LIMIT = 32  # nesting of a result's containers
 NODE_LIMIT = 100_000  # parts of one result
 _HEADER = struct.Struct("<Q")
@@ -61,21 +63,48 @@ _CONTAINERS = {"list": list, "tuple": tuple, "dict": dict, "OrderedDict": Ordere
 _CONSTANTS = (type(None), bool, int, float, str)
 
 
-class Recorder:
-    """In the caller: run the student's function, then send its result to the judge.
+# what makes running a module run code of the student's, besides a class of the student's
+_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks", "_state_dict_hooks",
+          "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
 
-    `students`: the student's functions and classes (a call crosses only when it involves one, see the
-    module docstring); None: every call crosses."""
+
+class _Side:
+    """What the caller and the judge decide alike: whether a call crosses.
+
+    `students`: the student's functions and classes (in the judge, their stubs); None: every call
+    crosses. `carrying`: the modules among the arguments that carry the student's code (a hook, their own
+    `forward`) since a call that crossed: the caller saw it and told the judge, so both know the same."""
 
     def __init__(self, fd, students=None):
         self.fd = fd
         self.students = None if students is None else {id(f) for f in students}
-        self.sent = {}  # id → object sent as an opaque stand-in: the judge cannot run a call on it
+        self.carrying = {}  # id → module
 
     def crosses(self, function, known) -> bool:
-        if self.students is None or id(function) in self.students:
+        if self.students is None:
             return True
-        return any(id(leaf) in self.students or self.opaque(leaf) for leaf in known.leaves)
+        involved = [function, getattr(function, "__self__", None), *known.leaves]
+        return any(id(value) in self.students or self.opaque(value) or self.carries(value) for value in involved)
+
+    def carries(self, value) -> bool:
+        return isinstance(value, nn.Module) and any(self.carrying.get(id(m)) is m for m in value.modules())
+
+    def mark(self, known, carrying):
+        """`carrying`: [held index, path] of each module that carries the student's code now."""
+        modules = [known.held[index].get_submodule(str(path)) for index, path in carrying]
+        for value in known.held:
+            if isinstance(value, nn.Module):
+                for module in value.modules():
+                    self.carrying.pop(id(module), None)
+        self.carrying.update((id(module), module) for module in modules)
+
+
+class Recorder(_Side):
+    """In the caller: run the student's function, then send its result to the judge."""
+
+    def __init__(self, fd, students=None):
+        super().__init__(fd, students)
+        self.sent = {}  # id → object sent as an opaque stand-in: the judge cannot run a call on it
 
     def opaque(self, value) -> bool:
         return self.sent.get(id(value)) is value
@@ -94,8 +123,11 @@ class Recorder:
                 from .verdict import _typed
 
                 fields = getattr(failure, "course_fields", None) or {}
+                cause = failure.__cause__
                 report["failed"] = {"key": str(getattr(failure, "course_key", "verdict_failed")),
-                                    "fields": {str(k): _typed(v) for k, v in fields.items()}}
+                                    "fields": {str(k): _typed(v) for k, v in fields.items()},
+                                    "kinds": [t.__name__ for t in type(cause).__mro__] if cause is not None else [],
+                                    "cause": str(cause)[:CAUSE_LIMIT] if cause is not None else ""}
                 self._send(report)
                 raise
             report["counters"] = [counter.since(tally, _tensors(result)) for counter, tally in zip(counters, before)]
@@ -103,9 +135,18 @@ class Recorder:
                 payloads = []
                 report["result"] = encode(result, known, payloads, self.sent)
                 report["held"] = [held_state(value, known, payloads) for value in known.held]
+                report["files"] = [_file_state(path, payloads) for path in _paths(args, kwargs)]
                 report["payloads"] = payloads
+                report["carrying"] = [[index, path] for index, value in enumerate(known.held)
+                                      if isinstance(value, nn.Module)
+                                      for path, module in value.named_modules() if self._carries_code(module)]
+                self.mark(known, report["carrying"])
         self._send(report)
         return result
+
+    def _carries_code(self, module) -> bool:
+        return (any(getattr(module, hooks, None) for hooks in _HOOKS) or "forward" in vars(module)
+                or self.students is not None and id(type(module)) in self.students)
 
     def _send(self, report):
         buffer = io.BytesIO()
@@ -117,19 +158,8 @@ class Recorder:
             view = view[os.write(self.fd, view):]
 
 
-class Judge:
-    """In the judge: each call's result is the caller's, read and rebuilt from data alone.
-
-    `students`: the stubs that stand for the student's functions and classes; None: every call crosses."""
-
-    def __init__(self, fd, students=None):
-        self.fd = fd
-        self.students = None if students is None else {id(f) for f in students}
-
-    def crosses(self, function, known) -> bool:
-        if self.students is None or id(function) in self.students:
-            return True
-        return any(id(leaf) in self.students or self.opaque(leaf) for leaf in known.leaves)
+class Judge(_Side):
+    """In the judge: each call's result is the caller's, read and rebuilt from data alone."""
 
     @staticmethod
     def opaque(value) -> bool:
@@ -147,7 +177,7 @@ class Judge:
             raise diagnostic("verdict_call_unreadable", what=what)
         if "failed" in report:
             failure = report["failed"]
-            raise _reported(failure.get("key"), failure.get("fields"))
+            raise _reported(failure.get("key"), failure.get("fields"), failure.get("kinds"), failure.get("cause"))
         try:
             with _disable_current_modes():
                 payloads = report["payloads"]
@@ -157,8 +187,10 @@ class Judge:
                     raise ValueError("not the arguments' state")
                 for value, state in zip(known.held, states):
                     apply_state(value, state, known, payloads)
+                _write_files(_paths(args, kwargs), report["files"], payloads)
+                self.mark(known, report["carrying"])
             _count(report["counters"], result)
-        except (KeyError, IndexError, TypeError, ValueError, AttributeError, RuntimeError, RecursionError):
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError, RuntimeError, RecursionError, OSError):
             raise diagnostic("verdict_call_unreadable", what=what) from None
         return result
 
@@ -192,7 +224,13 @@ def _read_exactly(fd, size) -> bytes | None:
     return b"".join(chunks)
 
 
-def _reported(key, fields) -> AssertionError:
+class CallerError(Exception):
+    """The error the student's function raised in the caller, as its text and the names of its classes
+    (`kinds`): the `__cause__` of the judge's diagnostic, which a test may read (an artefact of the meta
+    device it forgives, checks.assert_raises), never shown as it is."""
+
+
+def _reported(key, fields, kinds=None, cause="") -> AssertionError:
     """The caller's diagnostic of a call, raised again by the judge: key and typed fields as sent (the
     grader renders them from checked parts only, autograder/verdict.py: render)."""
     from .messages import message
@@ -201,7 +239,44 @@ def _reported(key, fields) -> AssertionError:
     failure.course_key = key if isinstance(key, str) else "verdict_failed"
     failure.course_fields = fields if isinstance(fields, dict) else {}
     failure.course_typed = True
+    kinds = tuple(k for k in kinds if isinstance(k, str)) if isinstance(kinds, list) else ()
+    if kinds:  # the student's function raised: its error, as its text
+        failure.__cause__ = CallerError(cause if isinstance(cause, str) else "")
+        failure.__cause__.kinds = kinds
     return failure
+
+
+def _paths(args, kwargs) -> list[str]:
+    """The call's arguments that name a file by an absolute path: where the student's function may save."""
+    return [os.fspath(value) for value in [*args, *kwargs.values()]
+            if isinstance(value, (str, os.PathLike)) and os.path.isabs(os.fspath(value))]
+
+
+def _file_state(path, payloads) -> dict:
+    """In the caller, after the call: whether a file is at `path`, and its bytes."""
+    if not os.path.isfile(path):
+        return {"exists": False}
+    with open(path, "rb") as file:
+        data = file.read(FILE_LIMIT + 1)
+    if len(data) > FILE_LIMIT:
+        return {"exists": True, "payload": None}
+    payloads.append(torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8))
+    return {"exists": True, "payload": len(payloads) - 1}
+
+
+def _write_files(paths, files, payloads):
+    """In the judge: the files at its own paths are as the caller's were after the call."""
+    if not isinstance(files, list) or len(files) != len(paths):
+        raise ValueError("not the call's files")
+    for path, state in zip(paths, files):
+        if state["exists"] is True:
+            payload = payloads[state["payload"]]
+            if type(payload) is not torch.Tensor or payload.dtype != torch.uint8 or payload.ndim != 1:
+                raise TypeError("not a file")
+            with open(path, "wb") as file:
+                file.write(payload.numpy().tobytes())
+        elif os.path.isfile(path):
+            os.remove(path)
 
 
 def _cuda_devices() -> list[int]:

@@ -58,10 +58,13 @@ def assert_rank_zero_checkpoint(path, rank, expected, what):
         return
     if not _exists(path):
         _fail("not_saved", what=what)
+    refused = False
     try:
         saved = torch.load(path, weights_only=True)
-    except Exception:  # a pickled module object is refused by weights_only loading
-        saved = torch.load(path, weights_only=False)
+    except Exception:  # noqa: BLE001: a pickled module object is refused, and never unpickled here
+        refused = True
+    if refused:  # what the file pickles, named from its globals without running them
+        _fail("checkpoint_not_state_dict", what=what, found=_pickled_type(path))
     if not isinstance(saved, Mapping) or not all(isinstance(v, torch.Tensor) for v in saved.values()):
         _fail("checkpoint_not_state_dict", what=what, found=_name(saved))
     if set(saved) != set(expected):  # the instructions ask for the state dict, not for its order
@@ -69,6 +72,24 @@ def assert_rank_zero_checkpoint(path, rank, expected, what):
     for key, tensor in expected.items():
         assert_dtype(saved[key], _dtype_of(tensor), f"{what}: {key}")
         assert_values(saved[key], tensor, f"{what}: {key}")
+
+
+def _pickled_type(path) -> str:
+    """The class of the object a checkpoint pickles (`Sequential` for a whole model), read from its
+    pickle's opcodes without unpickling it: the first global that weights-only loading refuses."""
+    import pickletools
+    import zipfile
+
+    try:
+        refused = set(torch.serialization.get_unsafe_globals_in_checkpoint(path))
+        with zipfile.ZipFile(path) as archive:
+            data = archive.read(next(n for n in archive.namelist() if n.endswith("/data.pkl")))
+        for opcode, argument, _ in pickletools.genops(data):
+            if opcode.name == "GLOBAL" and argument.replace(" ", ".") in refused:
+                return argument.rpartition(" ")[2]
+        return sorted(refused)[0].rpartition(".")[2] if refused else "?"
+    except Exception:  # noqa: BLE001: not a checkpoint torch.save wrote
+        return "?"
 
 
 def assert_loads_on_rank(path, map_location, rank, world_size, what):

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from ..probes import NormKernelInputs
-from .core import call, _fail, _grad_fn_name, _name
+from .core import call, _fail, _grad_fn_name, _name, KNOWN_ERRORS
 from .tensors import assert_dtype, assert_tensor
 
 
@@ -112,23 +112,36 @@ _NORMS = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm)
 def assert_16_bit_forward(model, x, dtype, what):
     """`model(x)` runs and returns `dtype`, every normalisation kernel computes on float32 (a float32
     LayerNorm or GroupNorm fed 16 bits runs on the CPU but raises on CUDA, so this is checked on every
-    device, meta included), and every normalisation layer hands back `dtype`."""
+    device, meta included), and every normalisation layer hands back `dtype`. The forward pass runs
+    through `call`, where the model runs (in a sealed test, the caller, when the model carries the
+    student's hooks), and comes back as data: the output, the error, what each normalisation saw."""
     __tracebackhide__ = True
+    output, error, fed, returned = call(what, _recorded_forward, model, x)
+    _assert_norms_computed_right(fed, returned, dtype, what)  # the likely cause of an error, if seen
+    if error is not None:  # as `call` reports a student's error: the known mistake it shows, its first line
+        key = next((key for pattern, key in KNOWN_ERRORS if pattern.search(error)), "raised")
+        _fail(key, what=what, error=error.splitlines()[0])
+    assert_dtype(output, dtype, what, hint="dtype_hint_norm_output")
+
+
+def _recorded_forward(model, x):
+    """`model(x)` without gradients, and what the check reads of it: (output or None, the error's
+    text or None, (kernel, input dtype) of each normalisation kernel, (layer, output) of each
+    normalisation layer)."""
     returned = []
     hooks = [m.register_forward_hook(lambda m, args, out: returned.append((_name(m), out)))
              for m in model.modules() if isinstance(m, _NORMS)]
     recorder = NormKernelInputs()
+    output = error = None
     try:
         with torch.no_grad(), recorder:
-            output = call(what, model, x)
-    except AssertionError:
-        _assert_norms_computed_right(recorder.dtypes, returned, dtype, what)  # the likely cause, if seen
-        raise
+            output = model(x)
+    except Exception as raised:  # noqa: BLE001: reported by the check, after what the norms saw
+        error = f"{_name(raised)}: {raised}"
     finally:
         for hook in hooks:
             hook.remove()
-    _assert_norms_computed_right(recorder.dtypes, returned, dtype, what)
-    assert_dtype(output, dtype, what, hint="dtype_hint_norm_output")
+    return output, error, recorder.dtypes, returned
 
 
 def _assert_norms_computed_right(fed, returned, dtype, what):

@@ -219,6 +219,59 @@ def test_a_forged_state_of_an_argument_fails_the_call(pipe, state, broken):
     assert "weight" in model._parameters  # nothing written
 
 
+@pytest.mark.parametrize("saves", [True, False], ids=["saved", "not-saved"])
+def test_a_file_saved_at_a_path_argument_is_at_the_judges_own_path(pipe, tmp_path, saves):
+    """Caller and judge have folders of their own (a test's tempfile): the file goes by argument position."""
+    (tmp_path / "caller").mkdir()
+    (tmp_path / "judge").mkdir()
+    judged = tmp_path / "judge" / "model.pt"
+    judged.write_bytes(b"stale")  # a file the student's function removed, or never wrote, is not there
+
+    def save(state, path, device):
+        if saves:
+            torch.save(state, path)
+        elif os.path.exists(path):
+            os.remove(path)
+
+    state = {"w": torch.arange(3.0)}
+    sealed(pipe, save, state, str(tmp_path / "caller" / "model.pt"), "cpu", judged=(state, str(judged), "cpu"))
+    assert judged.exists() is saves
+    if saves:
+        assert torch.equal(torch.load(judged, weights_only=True)["w"], torch.arange(3.0))
+
+
+def test_the_error_the_callers_function_raised_is_the_cause_of_the_judges_diagnostic(pipe):
+    def on_meta(t):
+        return t.to("meta").cpu()
+
+    reader, writer = pipe
+    with pytest.raises(AssertionError):
+        boundary.Recorder(writer).call("f(t)", on_meta, (torch.ones(2),), {}, None, core._run)
+    with pytest.raises(AssertionError) as failure:
+        boundary.Judge(reader).call("f(t)", on_meta, (torch.ones(2),), {}, None, core._run)
+    assert "Cannot copy out of meta tensor" in str(failure.value.__cause__)
+
+
+@pytest.mark.parametrize("raised, passes", [(ValueError, True), (type("SplitError", (ValueError,), {}), True),
+                                            (RuntimeError, False), (None, False)],
+                         ids=["ValueError", "a-subclass", "another-error", "nothing"])
+def test_the_judge_knows_the_error_the_callers_function_raised_by_its_classes(pipe, monkeypatch, raised, passes):
+    """checks.assert_raises in a sealed test: the error was raised in the caller, the judge decides."""
+    def model_device(model):
+        if raised is not None:
+            raise raised("split over several devices")
+
+    reader, writer = pipe
+    for side in (boundary.Recorder(writer), boundary.Judge(reader)):
+        monkeypatch.setattr(core, "boundary", side)
+        try:
+            checks.assert_raises(ValueError, "model_device(split)", model_device, torch.ones(1), hint="hint_split_devices")
+            outcome = True
+        except AssertionError as failure:
+            outcome = failure
+    assert outcome is True if passes else outcome.course_key == "expected_error"
+
+
 @pytest.mark.parametrize("tensor", [torch.arange(6.0).reshape(2, 3).T, torch.tensor(2.5, dtype=torch.float64),
                                     torch.tensor([True, False]), torch.arange(3, dtype=torch.int16)],
                          ids=["transposed", "0-dim", "bool", "int16"])
@@ -353,7 +406,7 @@ def test_a_result_of_an_unknown_kind_fails_the_call(pipe):
     reader, writer = pipe
     buffer = io.BytesIO()
     torch.save({"what": "f()", "result": {"kind": "module", "value": "os.system"}, "payloads": [], "held": [],
-                "counters": []}, buffer)
+                "counters": [], "files": [], "carrying": []}, buffer)
     os.write(writer, frame(buffer.getvalue()))
     back = boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
     assert type(back).__module__ == boundary.__name__  # an opaque stand-in, which no check accepts
