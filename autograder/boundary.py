@@ -83,7 +83,9 @@ class _Side:
     def crosses(self, function, known) -> bool:
         if self.students is None:
             return True
-        involved = [function, getattr(function, "__self__", None), *known.leaves]
+        involved = [function, *known.leaves]
+        if getattr(function, "__self__", None) is not None:  # a bound method: its object is involved too
+            involved.append(function.__self__)
         return any(id(value) in self.students or self.opaque(value) or self.carries(value) for value in involved)
 
     def carries(self, value) -> bool:
@@ -107,7 +109,7 @@ class Recorder(_Side):
         self.sent = {}  # id → object sent as an opaque stand-in: the judge cannot run a call on it
 
     def opaque(self, value) -> bool:
-        return self.sent.get(id(value)) is value
+        return id(value) in self.sent and self.sent[id(value)] is value
 
     def call(self, what, function, args, kwargs, then, run):
         known = Known(args, kwargs, self.opaque)

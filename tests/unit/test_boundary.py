@@ -338,13 +338,42 @@ def test_only_a_call_that_involves_the_students_code_crosses(pipe):
     def stub():
         raise AssertionError("the judge never calls the student's function")
 
+    def total(values):  # the test's own function
+        return sum(values)
+
     recorder, judge = boundary.Recorder(writer, [make_sampler]), boundary.Judge(reader, [stub])
-    assert recorder.call("len()", len, ([1, 2],), {}, None, core._run) == 2  # nothing sent
+    for side in (recorder, judge):  # nothing sent: the judge's next read is the student's call
+        assert side.call("len()", len, ([1, 2],), {}, None, core._run) == 2
+        assert side.call("total()", total, ([1, 2],), {}, None, core._run) == 3
     sampler = recorder.call("make_sampler()", make_sampler, (), {}, None, core._run)
     recorder.call("list(sampler)", list, (sampler,), {}, None, core._run)
-    assert judge.call("len()", len, ([1, 2],), {}, None, core._run) == 2
     stand_in = judge.call("make_sampler()", stub, (), {}, None, core._run)
     assert judge.call("list(sampler)", list, (stand_in,), {}, None, core._run) == [2, 0, 1]
+
+
+def test_a_module_that_carries_the_students_hooks_runs_in_the_caller(pipe, monkeypatch):
+    """cast_floating's answer hooks the norms: the check's forward pass then runs where the hooks are."""
+    def cast_floating(model, dtype):
+        model.to(dtype)
+        model[1].float().register_forward_pre_hook(lambda m, args: (args[0].float(),))
+        model[1].register_forward_hook(lambda m, args, out: out.to(dtype))
+        return model
+
+    def stub(model, dtype):
+        raise AssertionError("the judge never calls the student's function")
+
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.LayerNorm(4)).eval()
+    judged = copy.deepcopy(model)
+    reader, writer = pipe
+    x = torch.randn(2, 3, dtype=torch.bfloat16)
+    monkeypatch.setattr(core, "boundary", boundary.Recorder(writer, [cast_floating]))
+    checks.call("cast_floating(model, torch.bfloat16)", cast_floating, model, torch.bfloat16)
+    checks.assert_16_bit_forward(model, x, torch.bfloat16, "<cast model>(x)")
+    judge = boundary.Judge(reader, [stub])
+    monkeypatch.setattr(core, "boundary", judge)
+    assert checks.call("cast_floating(model, torch.bfloat16)", stub, judged, torch.bfloat16) is judged
+    assert judge.carries(judged) and not judged[1]._forward_hooks  # the hooks stay in the caller
+    checks.assert_16_bit_forward(judged, x, torch.bfloat16, "<cast model>(x)")  # run there, read here
 
 
 def test_the_callers_diagnostic_is_raised_again_by_the_judge(pipe):
