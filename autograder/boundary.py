@@ -36,6 +36,7 @@ of the student's functions or an object the judge holds only as an opaque stand-
 student's sampler). Any other call (`DataLoader(dataset, **kwargs)` on the kwargs a student returned) runs
 on each side as it is, on what that side holds.
 """
+import inspect
 import io
 import os
 import re
@@ -84,8 +85,6 @@ class _Side:
         if self.students is None:
             return True
         involved = [function, *known.leaves]
-        if getattr(function, "__self__", None) is not None:  # a bound method: its object is involved too
-            involved.append(function.__self__)
         return any(id(value) in self.students or self.opaque(value) or self.carries(value) for value in involved)
 
     def carries(self, value) -> bool:
@@ -100,6 +99,13 @@ class _Side:
                     self.carrying.pop(id(module), None)
         self.carrying.update((id(module), module) for module in modules)
 
+    def mark_made(self, known, result):
+        """A module the call made (not one of its arguments) carries the student's code, on both sides:
+        in the judge it is rebuilt, a student's class as a stand-in whose forward never runs there."""
+        for leaf in _leaves(result):
+            if isinstance(leaf, nn.Module) and known.held_index(leaf) is None:
+                self.carrying.update((id(module), module) for module in leaf.modules())
+
 
 class Recorder(_Side):
     """In the caller: run the student's function, then send its result to the judge."""
@@ -112,7 +118,7 @@ class Recorder(_Side):
         return id(value) in self.sent and self.sent[id(value)] is value
 
     def call(self, what, function, args, kwargs, then, run):
-        known = Known(args, kwargs, self.opaque)
+        known = Known((_owner(function), args), kwargs, self.opaque)
         if not self.crosses(function, known):
             return run(what, function, args, kwargs, then)
         report = {"what": what}
@@ -134,15 +140,16 @@ class Recorder(_Side):
                 raise
             report["counters"] = [counter.since(tally, _tensors(result)) for counter, tally in zip(counters, before)]
             with _disable_current_modes():
-                payloads = []
+                payloads = Payloads()
                 report["result"] = encode(result, known, payloads, self.sent)
                 report["held"] = [held_state(value, known, payloads) for value in known.held]
                 report["files"] = [_file_state(path, payloads) for path in _paths(args, kwargs)]
-                report["payloads"] = payloads
+                report["payloads"] = list(payloads)
                 report["carrying"] = [[index, path] for index, value in enumerate(known.held)
                                       if isinstance(value, nn.Module)
                                       for path, module in value.named_modules() if self._carries_code(module)]
                 self.mark(known, report["carrying"])
+                self.mark_made(known, result)
         self._send(report)
         return result
 
@@ -170,7 +177,7 @@ class Judge(_Side):
     def call(self, what, function, args, kwargs, then, run):
         from .messages import diagnostic
 
-        known = Known(args, kwargs, self.opaque)
+        known = Known((_owner(function), args), kwargs, self.opaque)
         if not self.crosses(function, known):
             return run(what, function, args, kwargs, then)
         with _disable_current_modes():  # what rebuilding does is not the student's: no counter sees it
@@ -182,7 +189,9 @@ class Judge(_Side):
             raise _reported(failure.get("key"), failure.get("fields"), failure.get("kinds"), failure.get("cause"))
         try:
             with _disable_current_modes():
-                payloads = report["payloads"]
+                if not isinstance(report["payloads"], list):
+                    raise TypeError("not the payloads")
+                payloads = Payloads(report["payloads"])
                 result = decode(report["result"], known, payloads)
                 states = report["held"]
                 if not isinstance(states, list) or len(states) != len(known.held):
@@ -191,6 +200,7 @@ class Judge(_Side):
                     apply_state(value, state, known, payloads)
                 _write_files(_paths(args, kwargs), report["files"], payloads)
                 self.mark(known, report["carrying"])
+                self.mark_made(known, result)
             _count(report["counters"], result)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError, RuntimeError, RecursionError, OSError):
             raise diagnostic("verdict_call_unreadable", what=what) from None
@@ -299,15 +309,23 @@ def _count(counted, result):
         counter.add(seen, _tensors(result))
 
 
-def _tensors(value, depth=0) -> list:
-    """The tensors of a result, in its order: the result itself, or what its containers hold."""
-    if isinstance(value, torch.Tensor):
-        return [value]
+def _leaves(value, depth=0) -> list:
+    """What a result holds, in its order: the result itself, or the leaves of the containers the judge
+    rebuilds as they are (so the caller and the judge find the same leaves)."""
     if depth < DEPTH_LIMIT and (type(value) in _CONTAINERS.values()
                                 or isinstance(value, tuple) and hasattr(type(value), "_fields")):
         items = value.values() if isinstance(value, Mapping) else value
-        return [t for item in items for t in _tensors(item, depth + 1)]
-    return []
+        return [leaf for item in items for leaf in _leaves(item, depth + 1)]
+    return [value]
+
+
+def _tensors(value) -> list:
+    return [leaf for leaf in _leaves(value) if isinstance(leaf, torch.Tensor)]
+
+
+def _owner(function):
+    """The object a call runs on: a module called, or the object of a bound method (`layer.to`)."""
+    return function if isinstance(function, nn.Module) else getattr(function, "__self__", None)
 
 
 def _held(value) -> bool:
@@ -315,6 +333,15 @@ def _held(value) -> bool:
     with attributes (an optimizer, a GradScaler, a data set)."""
     return isinstance(value, nn.Module) or (type(value).__module__.split(".")[0] == "torch"
                                             and isinstance(getattr(value, "__dict__", None), dict))
+
+
+class Payloads(list):
+    """The tensors of one report, in order: the caller remembers which it encoded (`memo`), the judge
+    which it rebuilt (`rebuilt`), so that a tensor found twice is one tensor on both sides."""
+
+    def __init__(self, items=()):
+        super().__init__(items)
+        self.memo, self.rebuilt = {}, {}
 
 
 class Known:
@@ -365,12 +392,17 @@ def encode(value, known, payloads, sent=None, depth=0):
     if type(value) is torch.dtype:
         return {"kind": "dtype", "value": str(value).removeprefix("torch.")}
     if type(value) in (torch.Tensor, torch.nn.Parameter):
+        memo = getattr(payloads, "memo", {})
+        if id(value) in memo:  # the same tensor twice in one report (a buffer and a property): one node
+            return memo[id(value)][1]
         payloads.append(value.detach().clone())
         sources = [i for i, arg in enumerate(known.objects)
                    if isinstance(arg, torch.Tensor) and arg.requires_grad and _reaches(value.grad_fn, arg)]
-        return {"kind": "tensor", "payload": len(payloads) - 1, "same": known.index(value),
+        node = {"kind": "tensor", "payload": len(payloads) - 1, "same": known.index(value),
                 "parameter": type(value) is torch.nn.Parameter, "requires_grad": value.requires_grad,
                 "leaf": value.is_leaf, "sources": sources, "grad_fn": type(value.grad_fn).__name__}
+        memo[id(value)] = (value, node)  # the tensor kept alive, so that its id is not another's
+        return node
     if type(value) is numpy.ndarray:
         try:
             payloads.append(torch.from_numpy(value.copy(order="C")))
@@ -379,6 +411,9 @@ def encode(value, known, payloads, sent=None, depth=0):
             pass
     elif (held := known.held_index(value)) is not None:
         return {"kind": "held", "index": held}
+    elif isinstance(value, nn.Module):  # a module the call made: its tree, its classes and its state
+        return {"kind": "module", "modules": [[path, *_module_class(module)] for path, module in value.named_modules()],
+                "state": held_state(value, known, payloads)}
     elif isinstance(value, (list, tuple, Mapping)):
         items = list(value.items()) if isinstance(value, Mapping) else list(value)
         if isinstance(value, Mapping):
@@ -411,10 +446,22 @@ def _rebuildable(node) -> bool:
 
 def _mirrored(value) -> list:
     """The attributes of a held argument that the judge mirrors: a module's public ones (its parameters,
-    buffers and submodules are mirrored on their own), all but dunder ones of another object."""
+    buffers and submodules are mirrored on their own), all but dunder ones of another object; and of a
+    module the judge holds as a stand-in, the values of its class's public properties, read here (the
+    judge cannot run them)."""
     module = isinstance(value, nn.Module)
-    return [(name, part) for name, part in vars(value).items()
-            if not name.startswith("__") and not (module and (name.startswith("_") or name == "training"))]
+    found = [(name, part) for name, part in vars(value).items()
+             if not name.startswith("__") and not (module and (name.startswith("_") or name == "training"))]
+    if module and _module_class(value)[0] == "stand-in":
+        for name in dir(type(value)):
+            if name.startswith("_") or hasattr(nn.Module, name) or name in vars(value):
+                continue
+            if isinstance(inspect.getattr_static(type(value), name, None), property):
+                try:
+                    found.append((name, getattr(value, name)))
+                except Exception:  # noqa: BLE001: a property that raises is not there
+                    pass
+    return found
 
 
 def _attributes(value, known, payloads) -> list:
@@ -526,12 +573,24 @@ def decode(node, known, payloads):
         return array
     if kind == "held":
         return known.held[int(node["index"])]
+    if kind == "module":
+        return _module(node, known, payloads)
     if kind == "container":
         return _container(node, known, payloads)
     return opaque(node.get("name"))()
 
 
 def _tensor(node, known, payloads):
+    rebuilt = getattr(payloads, "rebuilt", {})
+    if node.get("same") is None and node["payload"] in rebuilt:  # the tensor already rebuilt for this report
+        return rebuilt[node["payload"]]
+    tensor = _new_tensor(node, known, payloads)
+    if node.get("same") is None:
+        rebuilt[node["payload"]] = tensor
+    return tensor
+
+
+def _new_tensor(node, known, payloads):
     payload = payloads[node["payload"]]
     if type(payload) is not torch.Tensor:
         raise TypeError("not a tensor")
@@ -597,6 +656,55 @@ def _container(node, known, payloads):
     if issubclass(kind, tuple) and hasattr(kind, "_fields"):  # a namedtuple the judge knows
         return kind(*values)
     return kind(values) if issubclass(kind, (list, tuple)) else opaque(node.get("name"))()
+
+
+def _module_class(module) -> list:
+    """How the judge makes this module: PyTorch's class of that name, or a stand-in for any other."""
+    name = type(module).__name__
+    return ["torch", name] if getattr(nn, name, None) is type(module) else ["stand-in", type(module).__qualname__]
+
+
+def _module(node, known, payloads):
+    """A module the call made, rebuilt: each submodule of PyTorch's class or a stand-in, then its state."""
+    root = None
+    for path, kind, name in node["modules"]:
+        module = _new_module(kind, name)
+        if root is None:
+            if path != "":
+                raise ValueError("not a module tree")
+            root = module
+        else:
+            parent, _, child = str(path).rpartition(".")
+            if not child.isidentifier() and not child.isdigit():
+                raise ValueError("not a submodule name")
+            root.get_submodule(parent)._modules[child] = module
+    apply_state(root, node["state"], known, payloads)
+    return root
+
+
+def _new_module(kind, name):
+    if kind == "torch":
+        cls = getattr(nn, str(name), None)
+        if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+            raise TypeError("not a PyTorch module")
+        module = cls.__new__(cls)
+        nn.Module.__init__(module)
+        return module
+    return stand_in_module(name)()
+
+
+_STAND_IN_MODULES = {}
+
+
+def stand_in_module(name):
+    """A module class named as the student's, whose forward never runs in the judge: a module of the
+    student's carries the student's code, so a call on it crosses to the caller."""
+    name = _identifier(name.rpartition(".")[2] if isinstance(name, str) else None)
+    if name not in _STAND_IN_MODULES:
+        def forward(self, *args, **kwargs):
+            raise RuntimeError(f"a sealed test ran {type(self).__name__} outside checks.call")
+        _STAND_IN_MODULES[name] = type(name, (nn.Module,), {"forward": forward})
+    return _STAND_IN_MODULES[name]
 
 
 def _same_container(original, kind, items):

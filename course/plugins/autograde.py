@@ -240,9 +240,7 @@ class DecideGrades(NbGraderPreprocessor):
     cpu_seconds = Integer(None, allow_none=True, help="RLIMIT_CPU of each test cell's process").tag(config=True)
     fork_server = Bool(True, help="Fork the verdict process from a warm fork server (torch imported once "
                                   "per grading process) rather than start a new one").tag(config=True)
-    sealed = List(Unicode(), ["a1_tensor_to", "a2_module_to/test_model_device", "a2_module_to/test_cast_floating",
-                              "a2_module_to/test_train_step", "a2_module_to/test_load_for_inference",
-                              "a3_precision_transfers", "a4_several_devices"],
+    sealed = List(Unicode(), ["a1_tensor_to", "a2_module_to", "a3_precision_transfers", "a4_several_devices"],
                   help="The test cells that are sealed, as an assignment (all its test cells) or "
                        "assignment/grade_id: there the student's functions run in one process and the checks "
                        "in another, which sees only the data they returned (autograder/boundary.py)").tag(config=True)

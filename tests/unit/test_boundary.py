@@ -376,6 +376,59 @@ def test_a_module_that_carries_the_students_hooks_runs_in_the_caller(pipe, monke
     checks.assert_16_bit_forward(judged, x, torch.bfloat16, "<cast model>(x)")  # run there, read here
 
 
+class Masked(torch.nn.Module):
+    """A student's module: a non-persistent buffer behind a property, and a forward of its own."""
+
+    def __init__(self, mask):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(2, 3))
+        self.register_buffer("_mask", mask, persistent=False)
+        self.scale = 2.0
+
+    @property
+    def mask(self):
+        return self._mask
+
+    def forward(self, x):
+        return x @ (self.weight * self.mask).T * self.scale
+
+
+def test_a_module_of_the_students_class_is_a_stand_in_whose_calls_cross(pipe):
+    """a2's MaskedLinear: built, called and moved through checks.call; the judge holds a stand-in."""
+    reader, writer = pipe
+
+    def stub(*args):
+        raise AssertionError("the judge never calls the student's class")
+
+    recorder, judge = boundary.Recorder(writer, [Masked]), boundary.Judge(reader, [stub])
+    mask = torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
+    layer = recorder.call("Masked(mask)", Masked, (mask,), {}, None, core._run)
+    recorder.call("layer(x)", layer, (torch.ones(1, 3),), {}, None, core._run)
+    recorder.call("layer.to('meta')", layer.to, ("meta",), {}, None, core._run)
+    judged_mask = mask.clone()
+    stand_in = judge.call("Masked(mask)", stub, (judged_mask,), {}, None, core._run)
+    assert type(stand_in).__name__ == "Masked" and isinstance(stand_in, torch.nn.Module)
+    assert stand_in.mask is stand_in._buffers["_mask"] is judged_mask  # the property's value, the same tensor
+    assert stand_in._non_persistent_buffers_set == {"_mask"} and stand_in.scale == 2.0
+    checks.assert_fixed_tensor(stand_in, "mask", "Masked(mask)")
+    out = judge.call("layer(x)", stand_in, (torch.ones(1, 3),), {}, None, core._run)  # ran in the caller
+    assert torch.equal(out, torch.tensor([[4.0, 4.0]]))
+    assert judge.call("layer.to('meta')", stand_in.to, ("meta",), {}, None, core._run) is stand_in
+    checks.assert_module_on(stand_in, "meta", "layer.to('meta')")
+
+
+def test_a_module_of_pytorchs_class_made_by_the_call_is_one_again(pipe):
+    torch.manual_seed(0)
+    back = sealed(pipe, lambda: torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.BatchNorm1d(3)).eval())
+    assert [type(m) for m in back] == [torch.nn.Linear, torch.nn.BatchNorm1d] and not back.training
+    assert back[0].in_features == 2 and back[1].num_batches_tracked.dtype == torch.int64
+
+
+def test_a_tensor_found_twice_in_a_result_is_one_tensor_in_the_judge(pipe):
+    back = sealed(pipe, lambda: (lambda t: [t, {"again": t}])(torch.ones(2)))
+    assert back[0] is back[1]["again"]
+
+
 def test_the_callers_diagnostic_is_raised_again_by_the_judge(pipe):
     def unanswered():
         raise NotImplementedError()
@@ -434,7 +487,7 @@ def test_a_result_for_another_call_fails_the_call(pipe):
 def test_a_result_of_an_unknown_kind_fails_the_call(pipe):
     reader, writer = pipe
     buffer = io.BytesIO()
-    torch.save({"what": "f()", "result": {"kind": "module", "value": "os.system"}, "payloads": [], "held": [],
+    torch.save({"what": "f()", "result": {"kind": "function", "value": "os.system"}, "payloads": [], "held": [],
                 "counters": [], "files": [], "carrying": []}, buffer)
     os.write(writer, frame(buffer.getvalue()))
     back = boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
