@@ -27,14 +27,20 @@ facts about its own result; it cannot make a check pass on data it did not retur
 
 The arguments a student's function may change are mirrored too. After each call the caller sends the
 state of every module among the arguments (each submodule's parameters with their gradients, buffers,
-mode and plain data attributes) and the data attributes of the other PyTorch objects there (an optimizer,
-a GradScaler); the judge writes them into its own objects, which keep their identity. A transfer
-counter (probes.count_transfers) active around a call is told what the caller's counter saw during it.
+mode and plain data attributes), the data attributes of the other PyTorch objects there (an optimizer,
+a GradScaler), a container argument it returned, and each file at an absolute path among the arguments
+(a checkpoint it saved); the judge writes them into its own objects, which keep their identity, and at
+its own paths. A module the call made comes back as a tree of PyTorch's classes and, for a class of the
+student's, stand-ins named as the student's, with its state and the values of its properties. A transfer
+counter (probes.count_transfers) active around a call is told what the caller's counter saw during it;
+an error the function raised is known by its text and the names of its classes (`CallerError`).
 
-Only a call that involves the student's code crosses: the student's function, or an argument that is one
-of the student's functions or an object the judge holds only as an opaque stand-in (`list(sampler)` on a
-student's sampler). Any other call (`DataLoader(dataset, **kwargs)` on the kwargs a student returned) runs
-on each side as it is, on what that side holds.
+Only a call that involves the student's code crosses: the student's function; or, among the function's
+object (a module called, the object of a bound method) and the arguments, one of the student's functions,
+an object the judge holds only as an opaque stand-in (`list(sampler)` on a student's sampler), a module
+the student's code made, or a module that carries the student's code since a call (a hook, its own
+`forward`). Any other call (`DataLoader(dataset, **kwargs)` on the kwargs a student returned) runs on each
+side as it is, on what that side holds.
 """
 import inspect
 import io
