@@ -18,16 +18,30 @@ import matplotlib
 matplotlib.use("svg")
 logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)  # "using weight 500" for WenQuanYi
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import font_manager  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+CJK_FONT = "WenQuanYi Zen Hei"
 STYLE = {
     "svg.fonttype": "none",
     "svg.hashsalt": "torch-to-course",
     # DejaVu Sans comes with matplotlib; the Chinese labels fall back to the CJK font that `make browser`
     # installs (fonts-wqy-zenhei), which also sets their measured width in the layout
-    "font.family": ["DejaVu Sans", "WenQuanYi Zen Hei"],
+    "font.family": ["DejaVu Sans", CJK_FONT],
     "font.size": 10,
 }
+
+
+def _find_cjk_font():
+    """matplotlib caches the system's fonts once per user: a cache made before `make browser` installed the
+    CJK font does not know it, and every Chinese label would be measured as missing glyphs. Add it then."""
+    if CJK_FONT not in {font.name for font in font_manager.fontManager.ttflist}:
+        for path in font_manager.findSystemFonts():
+            if "wqy" in Path(path).name.lower():
+                font_manager.fontManager.addfont(path)
+
+
+_find_cjk_font()
 
 
 def figure_modules():
