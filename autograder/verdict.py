@@ -433,6 +433,10 @@ DEVICE = re.compile(r"(cpu|meta|cuda|mps)(:\d{1,2})?")
 NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?|nan|inf")
 SEPARATORS = re.compile(r"[\s,()\[\]{}'\"=:<>#/→…+*-]*")
 FIELD_LIMIT = 240  # characters of one field
+# A field other than the call's label (`what`, which the test itself builds) may not repeat this many words
+# in a row (numbers aside) of the cell's hidden tests that its visible part does not hold: a string the
+# student's code returned or raised, read from the test's own frame, would carry a hidden test out.
+HIDDEN_RUN = 4
 
 
 def render(result, source) -> str:
@@ -442,11 +446,11 @@ def render(result, source) -> str:
     key, fields = result.get("key"), result.get("fields") or {}
     if key not in catalogue() or not isinstance(fields, dict):
         return message("verdict_failed")
-    words = _words(source)
+    words, hidden = _words(source), _hidden_runs(source)
     shown = {}
     for name, typed in fields.items():
         if isinstance(name, str) and name.isidentifier() and isinstance(typed, dict) and len(typed) == 1:
-            shown[name] = _field(name, *typed.items(), words, text)
+            shown[name] = _field(name, *typed.items(), words, text, hidden)
     try:
         return message(key, **shown)
     except (KeyError, IndexError, ValueError, AttributeError):
@@ -466,7 +470,7 @@ def diagnosis(result) -> dict:
     return {"key": key, **({"hint": hint} if isinstance(hint, str) and hint in catalogue() else {})}
 
 
-def _field(name, item, words, text):
+def _field(name, item, words, text, hidden=frozenset()):
     kind, value = item
     if kind == "text" and isinstance(value, str) and value:
         try:
@@ -490,9 +494,22 @@ def _field(name, item, words, text):
         return f"{kind_name}: {known} …" if known else kind_name
     if kind == "str" and isinstance(value, str) and len(value) <= FIELD_LIMIT:
         pieces = re.split(r"([\w.]+)", value)  # separators and words, alternately
-        if all(SEPARATORS.fullmatch(p) for p in pieces[0::2]) and all(_known(w, words) for w in pieces[1::2]):
+        if all(SEPARATORS.fullmatch(p) for p in pieces[0::2]) and all(_known(w, words) for w in pieces[1::2]) \
+                and (name == "what" or not _runs(value) & hidden):
             return value
     return "…"
+
+
+def _hidden_runs(source) -> set:
+    """The runs of HIDDEN_RUN words of the cell's hidden tests that its visible part does not hold."""
+    visible, _, rest = source.partition("### BEGIN HIDDEN TESTS")
+    hidden, _, after = rest.partition("### END HIDDEN TESTS")
+    return _runs(hidden) - _runs(f"{visible}\n{after}")
+
+
+def _runs(text) -> set:
+    words = [word for word in re.findall(r"\w+", text) if not word.isdigit()]
+    return {tuple(words[i:i + HIDDEN_RUN]) for i in range(len(words) - HIDDEN_RUN + 1)}
 
 
 def _known(word, words) -> bool:

@@ -125,6 +125,22 @@ def test_a_diagnostic_is_rendered_from_checked_parts_only(fields):
     assert shows(shown, "raised")
 
 
+def test_a_field_other_than_the_tests_label_never_repeats_a_hidden_line():
+    """A string the student's code returned (expected_none's `found`), read from the test's own frame."""
+    from autograder.verdict import render
+
+    source = ("x = 1\n### BEGIN HIDDEN TESTS\nclass HalfMoved(nn.Module):  # a parameter here, a buffer there\n"
+              "### END HIDDEN TESTS\n")
+    line = "'class HalfMoved(nn.Module):  # a parameter here, a buffer there'"
+    shown = render({"key": "expected_none", "fields": {"what": {"str": "f(x)"}, "found": {"str": line},
+                                                       "hint": {"text": "hint_no_tensors"}}}, source=source)
+    assert "HalfMoved" not in shown and shows(shown, "expected_none")
+    label = render({"key": "expected_none", "fields": {"what": {"str": "nn.Module(<a parameter here, a buffer there>)"},
+                                                       "found": {"str": "'x'"}, "hint": {"text": "hint_no_tensors"}}},
+                   source=source)
+    assert "nn.Module(<a parameter here, a buffer there>)" in label  # the test's own label keeps its words
+
+
 def test_a_diagnostic_keeps_the_words_of_its_test_and_its_devices_dtypes_and_numbers():
     from autograder.verdict import render
 

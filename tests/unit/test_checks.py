@@ -475,7 +475,7 @@ def test_raises_and_none_checks():
     hint = text("hint_split_devices")
     fails_showing("expected_error", dict(what="f()", expected="ValueError", found=text("nothing_raised"), hint=hint),
                   checks.assert_raises, ValueError, "f()", lambda: None, hint="hint_split_devices")
-    fails_showing("expected_error", dict(what="f()", expected="ValueError", found="ZeroDivisionError: division by zero",
+    fails_showing("expected_error", dict(what="f()", expected="ValueError", found="ZeroDivisionError",
                                          hint=hint),
                   checks.assert_raises, ValueError, "f()", lambda: 1 / 0, hint="hint_split_devices")
     checks.assert_none(None, "f()", "hint_no_tensors")
