@@ -699,18 +699,17 @@ def _new_module(kind, name):
     return stand_in_module(name)()
 
 
+def _never_forward(self, *args, **kwargs):
+    raise RuntimeError(f"a sealed test ran {type(self).__name__} outside checks.call")
+
+
 _STAND_IN_MODULES = {}
 
 
 def stand_in_module(name):
     """A module class named as the student's, whose forward never runs in the judge: a module of the
     student's carries the student's code, so a call on it crosses to the caller."""
-    name = _identifier(name.rpartition(".")[2] if isinstance(name, str) else None)
-    if name not in _STAND_IN_MODULES:
-        def forward(self, *args, **kwargs):
-            raise RuntimeError(f"a sealed test ran {type(self).__name__} outside checks.call")
-        _STAND_IN_MODULES[name] = type(name, (nn.Module,), {"forward": forward})
-    return _STAND_IN_MODULES[name]
+    return _named_type(_STAND_IN_MODULES, name, (nn.Module,), {"forward": _never_forward})
 
 
 def _same_container(original, kind, items):
@@ -745,10 +744,16 @@ _OPAQUE = {}
 
 def opaque(name):
     """A stand-in type for an object the judge cannot rebuild, named as the student's (for a diagnostic)."""
+    return _named_type(_OPAQUE, name, (), {"__repr__": lambda self: f"<{type(self).__name__}>"})
+
+
+def _named_type(made, name, bases, namespace):
+    """The judge's type of that name (the last part of the student's qualified name, a plain identifier),
+    made once per name into `made`."""
     name = _identifier(name.rpartition(".")[2] if isinstance(name, str) else None)
-    if name not in _OPAQUE:
-        _OPAQUE[name] = type(name, (), {"__repr__": lambda self: f"<{type(self).__name__}>"})
-    return _OPAQUE[name]
+    if name not in made:
+        made[name] = type(name, bases, namespace)
+    return made[name]
 
 
 def stub(name):

@@ -72,11 +72,16 @@ def _run(what, function, args, kwargs, then):
             raise diagnostic("not_answered", what=what) from error
         raise diagnostic("raised", what=what, error=f"NotImplementedError: {str(error).splitlines()[0]}") from error
     except Exception as error:
-        shown = f"{_name(error)}: {str(error).splitlines()[0] if str(error) else ''}"
-        key = next((key for pattern, key in KNOWN_ERRORS if pattern.search(str(error))), "raised")
-        raise diagnostic(key, what=what, error=shown) from error
+        raise raised(what, _name(error), str(error)) from error
     integrity.verify(what)
     return result
+
+
+def raised(what, kind, text) -> AssertionError:
+    """The diagnostic of an error the student's code raised (its type's name `kind`, its `text`): the
+    classic mistake PyTorch's words show (KNOWN_ERRORS), else "raised", with the error's first line."""
+    key = next((key for pattern, key in KNOWN_ERRORS if pattern.search(text)), "raised")
+    return diagnostic(key, what=what, error=f"{kind}: {text.splitlines()[0] if text else ''}")
 
 
 def _grad_fn_name(t) -> str:

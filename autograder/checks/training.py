@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from ..probes import NormKernelInputs
-from .core import call, _fail, _grad_fn_name, _name, KNOWN_ERRORS
+from .core import call, _fail, _grad_fn_name, _name, raised
 from .tensors import assert_dtype, assert_tensor
 
 
@@ -118,15 +118,14 @@ def assert_16_bit_forward(model, x, dtype, what):
     __tracebackhide__ = True
     output, error, fed, returned = call(what, _recorded_forward, model, x)
     _assert_norms_computed_right(fed, returned, dtype, what)  # the likely cause of an error, if seen
-    if error is not None:  # as `call` reports a student's error: the known mistake it shows, its first line
-        key = next((key for pattern, key in KNOWN_ERRORS if pattern.search(error)), "raised")
-        _fail(key, what=what, error=error.splitlines()[0])
+    if error is not None:  # reported as `call` reports a student's error
+        raise raised(what, *error)
     assert_dtype(output, dtype, what, hint="dtype_hint_norm_output")
 
 
 def _recorded_forward(model, x):
-    """`model(x)` without gradients, and what the check reads of it: (output or None, the error's
-    text or None, (kernel, input dtype) of each normalisation kernel, (layer, output) of each
+    """`model(x)` without gradients, and what the check reads of it: (output or None, the error's type
+    name and text or None, (kernel, input dtype) of each normalisation kernel, (layer, output) of each
     normalisation layer)."""
     returned = []
     hooks = [m.register_forward_hook(lambda m, args, out: returned.append((_name(m), out)))
@@ -136,8 +135,8 @@ def _recorded_forward(model, x):
     try:
         with torch.no_grad(), recorder:
             output = model(x)
-    except Exception as raised:  # noqa: BLE001: reported by the check, after what the norms saw
-        error = f"{_name(raised)}: {raised}"
+    except Exception as failure:  # noqa: BLE001: reported by the check, after what the norms saw
+        error = [_name(failure), str(failure)]
     finally:
         for hook in hooks:
             hook.remove()
