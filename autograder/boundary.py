@@ -159,6 +159,10 @@ class Recorder(_Side):
         self._send(report)
         return result
 
+    def send_names(self, names):
+        """The first frame: the names the judge makes stubs for (autograder/verdict.py)."""
+        self._send({"names": list(names)})
+
     def _carries_code(self, module) -> bool:
         return (any(getattr(module, hooks, None) for hooks in _HOOKS) or "forward" in vars(module)
                 or self.students is not None and id(type(module)) in self.students)
@@ -191,8 +195,7 @@ class Judge(_Side):
         if report.get("what") != what:
             raise diagnostic("verdict_call_unreadable", what=what)
         if "failed" in report:
-            failure = report["failed"]
-            raise _reported(failure.get("key"), failure.get("fields"), failure.get("kinds"), failure.get("cause"))
+            raise _reported(what, report["failed"])
         try:
             with _disable_current_modes():
                 if not isinstance(report["payloads"], list):
@@ -248,20 +251,57 @@ class CallerError(Exception):
     device it forgives, checks.assert_raises), never shown as it is."""
 
 
-def _reported(key, fields, kinds=None, cause="") -> AssertionError:
-    """The caller's diagnostic of a call, raised again by the judge: key and typed fields as sent (the
-    grader renders them from checked parts only, autograder/verdict.py: render)."""
-    from .messages import message
+def _reported(what, failure) -> AssertionError:
+    """The diagnostic of a call that failed in the caller, made again here from the judge's own label and
+    what the error was: the caller ran the test cell, so no text it sends is shown as it is. A raised
+    error is known by the names of its classes (`kinds`) and its text, which the test may read
+    (`CallerError`, checks.assert_raises) and the grader shows only as PyTorch's known words (render)."""
+    from . import integrity
+    from .checks.core import raised
+    from .messages import diagnostic
 
-    failure = AssertionError(message("verdict_failed"))
-    failure.course_key = key if isinstance(key, str) else "verdict_failed"
-    failure.course_fields = fields if isinstance(fields, dict) else {}
-    failure.course_typed = True
-    kinds = tuple(k for k in kinds if isinstance(k, str)) if isinstance(kinds, list) else ()
-    if kinds:  # the student's function raised: its error, as its text
-        failure.__cause__ = CallerError(cause if isinstance(cause, str) else "")
-        failure.__cause__.kinds = kinds
-    return failure
+    failure = failure if isinstance(failure, dict) else {}
+    kinds, cause = failure.get("kinds"), failure.get("cause")
+    kinds = [k for k in kinds if isinstance(k, str)] if isinstance(kinds, list) else []
+    cause = cause if isinstance(cause, str) else ""
+    if kinds and kinds[0] == "NotImplementedError" and not cause:  # the release's stub
+        error = diagnostic("not_answered", what=what)
+    elif kinds:
+        error = raised(what, kinds[0], cause)
+        if error.course_key == "raised":  # nothing is shown above it: the grader's run, not the student's
+            error = diagnostic("verdict_call_raised", **error.course_fields)
+    elif failure.get("key") == "tampering":  # the names of what was patched, if they are the watched ones
+        fields = failure.get("fields") if isinstance(failure.get("fields"), dict) else {}
+        sent = fields.get("names", {}).get("str", "") if isinstance(fields.get("names"), dict) else ""
+        watched = set(integrity.watched())
+        names = [name for name in str(sent).split(", ") if name in watched]
+        error = diagnostic("tampering", what=what, names=", ".join(names) or "…")
+    else:
+        error = diagnostic("verdict_call_unreadable", what=what)
+    if kinds:
+        error.__cause__ = CallerError(cause)
+        error.__cause__.kinds = tuple(kinds)
+    return error
+
+
+def read_names(fd) -> list[str] | None:
+    """In the judge: the first frame of the caller, the student's names; None when there is none (the
+    program ended first)."""
+    from .verdict import NAMES_LIMIT
+
+    header = _read_exactly(fd, _HEADER.size)
+    if header is None:
+        return None
+    (size,) = _HEADER.unpack(header)
+    data = _read_exactly(fd, size) if size <= FRAME_LIMIT else None
+    try:
+        names = torch.load(io.BytesIO(data), weights_only=True)["names"]
+    except Exception:  # noqa: BLE001: whatever the program wrote, it is not the names
+        return []
+    if not isinstance(names, list):
+        return []
+    return [name for name in names[:NAMES_LIMIT] if isinstance(name, str) and name.isidentifier()
+            and not name.startswith("__")]
 
 
 def _paths(args, kwargs) -> list[str]:

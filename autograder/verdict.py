@@ -1,31 +1,30 @@
-"""The verdict: whether each test cell passed, decided in a process the submission's kernel never touched.
+"""The verdict: whether each test cell passed, decided by a process that never runs student code.
 
-A check that runs in the student's kernel can be undone by the student's kernel: a patched helper, an
-IPython input transformer, a display hook that publishes a partial-credit result, a custom exception
-handler that swallows the failure. So the points do not come from the kernel that ran the notebook.
 `course.plugins.autograde.DecideGrades` (an nbgrader preprocessor, so plain `nbgrader autograde` and
-`course grade` both use it) starts this module as a plain Python process (no IPython, no Jupyter
-sockets) in a sandbox of its own, in a fresh empty folder, and sends it the notebook's cells:
+`course grade` both use it) starts this module as a plain Python process in a sandbox of its own, in a
+fresh folder, and sends it the notebook's cells. Its parent process, which alone writes the records on
+the grader's pipe, runs only the instructor's locked cells (restored from the gradebook by nbgrader).
+The submission runs in processes of their own, which can write nothing but data to one judge each:
 
-* the instructor's locked cells (restored from the gradebook by nbgrader) run as they are;
-* of the student's cells only the *definitions* run: `import`, `def`, `class` and assignments of
-  constant expressions. No other statement of the submission ever runs here, and a definition whose
-  evaluation would run student code (a student-made decorator, a metaclass, a default argument that
-  calls a student function, an assignment to an attribute such as `torch.Tensor.to = ...`) is left out.
-  So nothing the student wrote runs before a test calls it;
-* every test cell (the instructor's, hidden tests included) runs in its own forked child, which sees
-  the definitions as they stand at that cell and nothing any other test did. Its standard streams go
-  to /dev/null and it keeps no descriptor but the pipe of its own result; the parent, which has run no
-  student code, enforces the time limit and writes one JSON line per test cell on the grader's pipe.
+* the *program* (forked before anything else ran, so it holds none of the parent's descriptors but its
+  own pipes) runs the whole notebook as the student's kernel ran it, every cell in order in an IPython
+  shell, the instructor's cells and the student's, magics, module-level calls, loggers and patterns
+  included; test cells aside. It runs no test: when the parent reaches a test cell, the program forks
+* a *caller* from its state at that cell. The caller runs the test cell with the student's namespace;
+  each `checks.call` there runs the student's function and sends what it returned, as data, to
+* the *judge*, forked by the parent from the instructor's cells alone: it runs the same test cell, where
+  the student's functions are stubs that are never called; each `checks.call` reads the caller's next
+  result instead, rebuilt from data (autograder/boundary.py), and every check runs on it. The judge's
+  outcome, a message key and typed fields, is the test cell's record; the parent renders its text.
 
-In a sealed test cell (its `sealed`, from DecideGrades.sealed) even that child runs no student
-code: the cell runs as a caller, which runs the student's functions, and a judge, which runs the checks
-on the data the caller sent back and alone writes the result (autograder/boundary.py). In a cell that is
-not sealed, a student's function body still runs, when a test calls it, in that test's child, next to the
-checks of that one test cell (README, "Threat model").
+So no process that can write a record, or that a record is decided in, ever runs a line the student
+wrote: not a definition, not an import, not a method Python calls on the student's behalf. The parent
+keeps each test's time limit on its judge; DecideGrades keeps the verdict's as a whole, from outside the
+sandbox, so that no student process (they share the sandbox's user) can hold the grader by stopping the
+parent. The caller does see the test cell (it runs it), so nothing it sends is shown as it is: a failed
+call's diagnostic is the judge's own, from its own label (`what`), and an error the student's function
+raised is shown by its type and the words of PyTorch's known errors only (README, "Threat model").
 """
-import __future__
-import ast
 import builtins
 import ctypes
 import json
@@ -37,270 +36,188 @@ import sys
 import time
 
 RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
-ANNOTATIONS = __future__.annotations.compiler_flag  # a student's annotations are never evaluated
-# builtins a constant expression may call: they run no student code
-SAFE_BUILTINS = {"abs", "bool", "bytes", "complex", "dict", "divmod", "float", "frozenset", "int", "len",
-                 "list", "max", "min", "pow", "range", "repr", "round", "set", "slice", "sorted", "str",
-                 "sum", "tuple", "zip", "reversed", "enumerate"}
-SAFE_DECORATORS = {"property", "staticmethod", "classmethod"}
-# installed callables a constant expression or a decorator may call (by their full name, whatever the
-# import's alias): constructors and questions that change no state. Anything else found through an import
-# may not run at definition time: `torch.__dict__.update(...)`, `torch.set_default_dtype(...)`,
-# `torch.library.impl(...)` or `atexit.register` would change what every test computes.
-INSTALLED_CALLS = {
-    "torch.device", "torch.tensor", "torch.zeros", "torch.ones", "torch.full", "torch.empty", "torch.arange",
-    "torch.linspace", "torch.eye", "torch.cuda.is_available", "torch.cuda.device_count",
-    "torch.backends.mps.is_available", "torch.accelerator.is_available", "torch.accelerator.current_accelerator",
-    "torch.no_grad", "torch.inference_mode", "torch.enable_grad", "torch.autocast", "torch.amp.autocast",
-    "collections.namedtuple", "collections.OrderedDict", "typing.NamedTuple", "dataclasses.dataclass",
-    "dataclasses.field", "functools.wraps", "functools.partial", "functools.cache", "functools.lru_cache",
-    "math.sqrt", "math.log", "math.exp", "math.prod", "math.ceil", "math.floor",
-}
-PROPERTY_PARTS = {"setter", "getter", "deleter"}
-# methods Python would call on the student's behalf while a later class is being defined
-DEFINITION_HOOKS = {"__init_subclass__", "__set_name__", "__class_getitem__", "__mro_entries__", "__prepare__"}
-
-
-class Definitions:
-    """Keeps the statements of a student's cell that only define names (see the module docstring).
-
-    `trusted` are the names bound by the instructor's cells and the builtins: a student's definition may
-    not rebind them (`isinstance = lambda *a: True` would change what the tests themselves compute).
-    `modules` are names bound by imports: calling something found through them runs only installed
-    code, so a constant expression may do that.
-    """
-
-    def __init__(self):
-        self.modules: dict[str, str] = {}  # name → the module or object it was imported as
-        self.trusted: set[str] = set(dir(builtins))
-        self.left_out: list[str] = []  # what was not kept, for the diagnostic of a NameError
-        self.student: set[str] = set()  # names the kept student statements bind, imports aside
-
-    def trust(self, source):
-        """An instructor's cell: every name it binds is trusted; its imports are modules."""
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            return
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                self.modules.update(_imported(node))
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                self.trusted.add(node.id)
-            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                self.trusted.add(node.name)
-        self.trusted |= set(self.modules)
-
-    def keep(self, source) -> ast.Module:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            return ast.Module(body=[], type_ignores=[])
-        body = []
-        for node in tree.body:
-            if self._kept(node):
-                body.append(node)
-                self._bind(node)
-            else:
-                self.left_out.extend(_targets(node))
-        return ast.Module(body=body, type_ignores=[])
-
-    def _bind(self, node):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            self.modules.update(_imported(node))
-            self.student -= _bound_by_import(node)
-        else:
-            for name in _targets(node):
-                self.modules.pop(name, None)
-                self.student.add(name)
-
-    def _kept(self, node) -> bool:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            if isinstance(node, ast.ImportFrom) and (node.module == "__future__" or node.level):
-                return False
-            names = _bound_by_import(node)
-            return "*" not in names and not (names & (self.trusted - set(self.modules)))
-        if any(name in self.trusted for name in _targets(node)):
-            return False
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return self._function(node)
-        if isinstance(node, ast.ClassDef):
-            return self._class(node)
-        if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            return node.value is not None and all(_plain_target(t) for t in targets) and self._safe(node.value)
-        return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)  # a docstring
-
-    def _function(self, node) -> bool:
-        arguments = node.args
-        defaults = [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
-        return all(self._decorator(d) for d in node.decorator_list) and all(self._safe(d) for d in defaults)
-
-    def _class(self, node) -> bool:
-        if node.keywords or not all(self._decorator(d) for d in node.decorator_list):
-            return False
-        if not all(self._safe(base) for base in node.bases):
-            return False
-        kept = []
-        for statement in node.body:
-            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name in DEFINITION_HOOKS:
-                continue
-            if isinstance(statement, ast.Pass) or self._kept_in_class(statement):
-                kept.append(statement)
-        node.body = kept or [ast.Pass()]
-        return True
-
-    def _kept_in_class(self, statement) -> bool:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return self._function(statement)
-        if isinstance(statement, ast.ClassDef):
-            return self._class(statement)
-        if isinstance(statement, ast.AnnAssign) and statement.value is None:
-            return _plain_target(statement.target)  # an annotation alone (not evaluated)
-        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            return all(_plain_target(t) for t in targets) and self._safe(statement.value)
-        return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
-
-    def _decorator(self, node) -> bool:
-        if isinstance(node, ast.Name) and node.id in SAFE_DECORATORS:
-            return True
-        if isinstance(node, ast.Attribute) and node.attr in PROPERTY_PARTS and isinstance(node.value, ast.Name):
-            return True  # @name.setter: property's own method
-        if isinstance(node, ast.Call):
-            return self._safe(node)
-        return self._dotted(node) in INSTALLED_CALLS
-
-    def _dotted(self, node) -> str | None:
-        """The full name of an imported object or public attribute of one (`nn.Module` → torch.nn.Module)."""
-        parts = []
-        while isinstance(node, ast.Attribute):
-            if node.attr.startswith("_"):
-                return None
-            parts.append(node.attr)
-            node = node.value
-        if not (isinstance(node, ast.Name) and node.id in self.modules):
-            return None
-        return ".".join([self.modules[node.id], *reversed(parts)])
-
-    def _safe(self, node) -> bool:
-        """Evaluating `node` runs no code of the student's and changes no state: constants, names, public
-        attributes, operators, and calls of the builtins and installed callables listed above."""
-        if isinstance(node, ast.Lambda):
-            arguments = node.args
-            return all(self._safe(d) for d in [*arguments.defaults, *filter(None, arguments.kw_defaults)])
-        if isinstance(node, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await, ast.ListComp, ast.SetComp,
-                             ast.DictComp, ast.GeneratorExp, ast.Starred)):
-            return False
-        if isinstance(node, ast.Attribute) and node.attr.startswith("__"):
-            return False  # `torch.__dict__`, `f.__globals__`
-        if isinstance(node, ast.Call):
-            func = node.func
-            builtin = isinstance(func, ast.Name) and func.id in SAFE_BUILTINS
-            if not (builtin or self._dotted(func) in INSTALLED_CALLS):
-                return False
-        if isinstance(node, ast.Subscript) and not (self._dotted(node.value) or
-                                                    isinstance(node.value, (ast.Tuple, ast.List, ast.Dict, ast.Constant))):
-            return False  # a student class's __class_getitem__
-        return all(self._safe(child) for child in ast.iter_child_nodes(node))
-
-
-def _imported(node) -> dict[str, str]:
-    """name → what it names, for the names an import binds (`import torch.nn as nn` → torch.nn)."""
-    if isinstance(node, ast.Import):
-        return {alias.asname or alias.name.split(".")[0]: alias.name if alias.asname else alias.name.split(".")[0]
-                for alias in node.names}
-    return {alias.asname or alias.name: f"{node.module}.{alias.name}" for alias in node.names}
-
-
-def _bound_by_import(node) -> set[str]:
-    if isinstance(node, ast.Import):
-        return {(alias.asname or alias.name).split(".")[0] for alias in node.names}
-    return {alias.asname or alias.name for alias in node.names}
-
-
-def _targets(node) -> list[str]:
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return sorted(_bound_by_import(node))
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return [node.name]
-    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-    return [n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)]
-
-
-def _plain_target(node) -> bool:
-    """`x = ...` or `x, y = ...`: never `torch.Tensor.to = ...` or `table[key] = ...`."""
-    if isinstance(node, (ast.Tuple, ast.List)):
-        return all(_plain_target(e) for e in node.elts)
-    return isinstance(node, ast.Name)
+NAMES_LIMIT = 10_000  # names of the student's program the judge makes stubs for
 
 
 def run(cells, timeout, grader_fd, sandboxed=False):
-    """Run the cells in order (see the module docstring); a JSON line per test cell on `grader_fd`.
-    A test cell marked `sealed` runs as a caller and a judge (autograder/boundary.py)."""
-    namespace = {"__name__": "__main__", "__builtins__": builtins}
-    definitions = Definitions()
+    """Run the cells (see the module docstring); a JSON line on `grader_fd` first when the parent is ready
+    (its own imports done), then one per test cell, or one naming the instructor's cell that failed here."""
+    tests = [cell for cell in cells if cell["kind"] == "test"]
+    pipes = [os.pipe() for _ in tests]  # caller k → judge k
+    go, start = os.pipe()  # the parent → the program: fork the caller of the next test cell
     spared = _processes() if sandboxed else set()  # the sandbox's init, its holder, this process
+    from IPython.core import interactiveshell  # noqa: F401: imported once, here, for every program's shell
+    program = os.fork()
+    if program == 0:
+        _program(cells, [writer for _, writer in pipes], go, timeout)  # never returns
+    spared.add(program)
+    os.close(go)
+    for _, writer in pipes:
+        os.close(writer)
+    _record(grader_fd, {"ready": True})
+    namespace = {"__name__": "__main__", "__builtins__": builtins}
+    readers = iter(reader for reader, _ in pipes)
+    waited = 0  # the program's cells since the last test: it runs them before it can call anything
     for cell in cells:
         if cell["kind"] == "trusted":
-            definitions.trust(cell["source"])
-            _execute(cell["source"], namespace, f"<{cell.get('grade_id', 'cell')}>")
+            error = _execute(cell["source"], namespace, f"<{cell.get('grade_id', 'cell')}>")
+            if error is not None:  # the instructor's own cell, in the grader's own environment
+                _record(grader_fd, {"instructor_error": str(cell.get("grade_id")), "error": error})
+                break
         elif cell["kind"] == "student":
-            kept = definitions.keep(cell["source"])
-            for statement in kept.body:  # one by one: a definition that fails leaves the others
-                _execute(ast.Module(body=[statement], type_ignores=[]), namespace, "<submission>")
+            waited += 1
         else:
-            judged = _judged(namespace, definitions.student) if cell.get("sealed") else None
-            result = run_test(cell, namespace, timeout, definitions.left_out, judged, definitions.student)
+            reader = next(readers)
+            try:
+                os.write(start, b"g")
+            except OSError:  # the program has ended: the judge reads no names, and says so
+                pass
+            result = run_test(cell, namespace, timeout * (1 + waited), reader)
+            waited = 0
+            os.close(reader)
             if sandboxed:
                 _end_stragglers(spared)
             result["grade_id"] = cell["grade_id"]
-            os.write(grader_fd, (json.dumps(result) + "\n").encode())
+            _record(grader_fd, result)
+    _kill(program)
 
 
-def _execute(code, namespace, filename):
+def _record(fd, record):
+    os.write(fd, (json.dumps(record) + "\n").encode())
+
+
+def _execute(code, namespace, filename) -> str | None:
+    """Run an instructor's cell; the name of the error it raised, if any."""
     try:
-        exec(compile(code, filename, "exec", flags=ANNOTATIONS, dont_inherit=True), namespace)
-    except BaseException:  # noqa: BLE001: a definition that cannot run is simply not there
-        pass
+        exec(compile(code, filename, "exec", dont_inherit=True), namespace)
+    except BaseException as error:  # noqa: BLE001: reported to the instructor, not the student
+        return type(error).__name__
+    return None
 
 
-def _judged(namespace, student) -> dict:
-    """The judge's namespace: the student's functions and classes are stubs it never calls."""
+def _program(cells, writers, go, timeout):
+    """The notebook as the student's kernel ran it, in this forked process; at each test cell, a caller
+    forked from its state then (see the module docstring). Never returns."""
+    try:
+        os.setpgid(0, 0)  # the parent ends the program and its callers as one group
+        _only_descriptors([*writers, go])
+        from . import integrity
+
+        shell, bound = _shell(), {}
+        integrity.start_grading()  # what the kernel checks after every cell, this shell checks too
+        bound.update(shell.user_ns)
+        callers = iter(writers)
+        caller = None
+        signal.signal(signal.SIGALRM, _interrupt)
+        for cell in cells:
+            if cell["kind"] == "test":
+                if os.read(go, 1) != b"g":
+                    break
+                if caller is not None:
+                    _kill(caller)
+                writer = next(callers)
+                names = student_names(shell.user_ns, bound)
+                caller = os.fork()
+                if caller == 0:
+                    _caller(cell, shell.user_ns, writer, names)  # never returns
+                os.close(writer)
+                continue
+            before = dict(shell.user_ns)
+            signal.alarm(timeout)  # as the kernel's cell timeout interrupts a cell
+            try:
+                shell.run_cell(cell["source"], store_history=False)
+            except BaseException:  # noqa: BLE001: an interrupt between two statements of the shell
+                pass
+            finally:
+                signal.alarm(0)
+            if cell["kind"] == "trusted":  # what the instructor's cells bind is not the student's
+                bound.update((name, value) for name, value in shell.user_ns.items()
+                             if name not in before or before[name] is not value)
+    finally:
+        os._exit(0)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _shell():
+    """An IPython shell, as a kernel's, without a history file or a GUI loop."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    class Shell(InteractiveShell):
+        def enable_gui(self, gui=None):  # `%matplotlib inline` works as in a kernel; nothing is drawn
+            pass
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    return Shell.instance(config=config, user_ns={"__name__": "__main__"})
+
+
+_MISSING = object()
+
+
+def student_names(namespace, bound) -> list[str]:
+    """The callables of the program that the student's cells bound: the names the judge stubs."""
+    return sorted(name for name, value in namespace.items()
+                  if name.isidentifier() and not name.startswith("__") and callable(value)
+                  and bound.get(name, _MISSING) is not value)
+
+
+def _caller(cell, namespace, writer, names):
+    """In a caller forked from the program: the test cell runs with the student's namespace, and each
+    call of a student's function sends its result to the judge on `writer`. Never returns."""
+    try:
+        _only_descriptors([writer])
+        from . import boundary
+        from .checks import core
+
+        students = [namespace[name] for name in names]
+        core.boundary = boundary.Recorder(writer, students)
+        core.boundary.send_names(names)
+        _test(cell, dict(namespace))
+    finally:
+        os._exit(0)
+
+
+def _only_descriptors(kept):
+    """Standard streams to /dev/null; every other descriptor but `kept` closed."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    kept = sorted(kept)
+    for low, high in zip([2, *kept], [*kept, 65536]):
+        os.closerange(low + 1, high)
+    sys.stdin = open(0, closefd=False)
+    sys.stdout = sys.stderr = open(1, "w", closefd=False)
+
+
+def _judged(namespace, names) -> dict:
+    """The judge's namespace: the instructor's cells' names, and a stub, never called, for each other name
+    the student's program binds to a callable (a name the instructor's cells or the builtins bind stays
+    theirs: a program that rebinds one only loses its calls)."""
     from .boundary import stub
 
-    return {name: stub(name) if name in student and callable(value) else value for name, value in namespace.items()}
+    judged = dict(namespace)
+    for name in names:
+        if name not in namespace and not hasattr(builtins, name):
+            judged[name] = stub(name)
+    return judged
 
 
-def run_test(cell, namespace, timeout, left_out, judged=None, student=()) -> dict:
-    """One test cell in a forked child; its result, or why it has none (died, timed out). With `judged`
-    (the judge's namespace) the cell is sealed: a caller child runs the student's functions and sends
-    their results to the judge child, which runs the checks and alone writes the result; `student`, the
-    names the student's definitions bind: a call crosses to the caller when it involves one of them."""
+def run_test(cell, namespace, timeout, calls) -> dict:
+    """One test cell's judge, forked; its result, or why it has none (died, timed out). It reads the
+    student's names, then each call's result, from its caller on `calls`."""
     reader, writer = os.pipe()
-    pids = []
-    if judged is not None:
-        calls, results = os.pipe()
-        pids.append(os.fork())
-        if pids[-1] == 0:
-            _child(cell, namespace, results, left_out, role="caller", student=student)  # never returns
-        os.close(results)
-        pids.append(os.fork())
-        if pids[-1] == 0:
-            _child(cell, judged, writer, left_out, calls=calls, student=student)  # never returns
-        os.close(calls)
-    else:
-        pids.append(os.fork())
-        if pids[-1] == 0:
-            _child(cell, namespace, writer, left_out)  # never returns
+    pid = os.fork()
+    if pid == 0:
+        _judge(cell, namespace, writer, calls)  # never returns
     os.close(writer)
     received, deadline, timed_out = b"", time.monotonic() + timeout, False
     while True:
         left = deadline - time.monotonic()
-        if left <= 0:
-            timed_out = True
-            break
-        if not select.select([reader], [], [], left)[0]:
+        if left <= 0 or not select.select([reader], [], [], left)[0]:
             timed_out = True
             break
         chunk = os.read(reader, 65536)
@@ -310,17 +227,16 @@ def run_test(cell, namespace, timeout, left_out, judged=None, student=()) -> dic
         if len(received) > RESULT_LIMIT:
             break
     os.close(reader)
-    for pid in pids:
-        _kill(pid)
+    _kill(pid)
     if timed_out:
         return {"passed": False, "key": "timed_out"}
     try:
         result = json.loads(received)
         if result["passed"] is True:
             return {"passed": True}
-        return {"passed": False, "message": render(result, cell["source"]), **diagnosis(result)}
+        return {"passed": False, "message": render(result, cell["source"], cell.get("visible")), **diagnosis(result)}
     except (ValueError, KeyError, TypeError, AttributeError):
-        return {"passed": False, "key": "kernel_died"}  # it ended without a result: exit, crash, limit
+        return {"passed": False, "key": "kernel_died"}  # it ended without a result: a crash, a limit
 
 
 def _kill(pid):
@@ -340,10 +256,9 @@ def _processes() -> set[int]:
 
 
 def _end_stragglers(spared):
-    """Kill what a test left running (a process of its own session, started by the student's code), so
-    that it cannot touch the next test. Only in the sandbox, whose PID namespace holds nothing else:
-    the `spared` processes that were there before any test (its init, the holder a forked verdict
-    joined, this process) and what the tests started."""
+    """Kill what a test left running (a caller, what the student's code started), so that it cannot touch
+    the next test. Only in the sandbox, whose PID namespace holds nothing else: the `spared` processes
+    were there before any test (its init, the holder a forked verdict joined, this process, the program)."""
     for pid in _processes() - spared:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -357,34 +272,27 @@ def _end_stragglers(spared):
             break
 
 
-def _child(cell, namespace, writer, left_out, role="judge", calls=None, student=()):
-    """In the forked child: only its pipes stay open, then the test runs. The judge (or a cell that is
-    not sealed) writes the result on `writer`; a sealed cell's caller sends each call's result to the
-    judge on `writer` instead, and what it makes of the cell is dropped."""
+def _judge(cell, namespace, writer, calls):
+    """In the forked judge: only its pipes stay open; it reads the student's names from the caller, then
+    runs the test and writes the result on `writer`. Never returns."""
     try:
-        os.setpgid(0, 0)
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        kept = sorted({writer, calls} - {None})
-        for low, high in zip([2, *kept], [*kept, 65536]):
-            os.closerange(low + 1, high)
-        sys.stdin = open(0, closefd=False)
-        sys.stdout = sys.stderr = open(1, "w", closefd=False)
-        if role == "caller" or calls is not None:
-            from . import boundary
-            from .checks import core
+        _only_descriptors([writer, calls])
+        from . import boundary
+        from .checks import core
 
-            students = [namespace[name] for name in student if callable(namespace.get(name))]
-            core.boundary = boundary.Recorder(writer, students) if role == "caller" else boundary.Judge(calls, students)
-        result = _test(cell, dict(namespace), left_out)
-        if role == "judge":
-            os.write(writer, json.dumps(result).encode()[:RESULT_LIMIT])
+        names = boundary.read_names(calls)
+        if names is None:  # the program ended before this test: the student's code ended it
+            result = {"passed": False, "key": "verdict_program_lost"}
+        else:
+            judged = _judged(namespace, names)
+            core.boundary = boundary.Judge(calls, [judged[name] for name in names if name in judged])
+            result = _test(cell, judged)
+        os.write(writer, json.dumps(result).encode()[:RESULT_LIMIT])
     finally:
         os._exit(0)
 
 
-def _test(cell, namespace, left_out) -> dict:
+def _test(cell, namespace) -> dict:
     """Run the test; a failure comes back as its message key and typed fields, never as text."""
     try:
         exec(compile(cell["source"], f"<test {cell['grade_id']}>", "exec", dont_inherit=True), namespace)
@@ -392,14 +300,10 @@ def _test(cell, namespace, left_out) -> dict:
         fields = getattr(failure, "course_fields", None)
         if not isinstance(fields, dict):
             return {"passed": False, "key": "verdict_failed"}
-        if getattr(failure, "course_typed", False):  # a sealed call's diagnostic, as its caller sent it
-            return {"passed": False, "key": failure.course_key, "fields": fields}
         return {"passed": False, "key": getattr(failure, "course_key", "verdict_failed"),
                 "fields": {name: _typed(value) for name, value in fields.items()}}
     except NameError as error:
-        name = getattr(error, "name", None) or ""
-        key = "verdict_left_out" if name in left_out else "verdict_not_defined"
-        return {"passed": False, "key": key, "fields": {"name": {"str": name}}}
+        return {"passed": False, "key": "verdict_not_defined", "fields": {"name": {"str": getattr(error, "name", None) or ""}}}
     except BaseException as error:  # noqa: BLE001: SystemExit, KeyboardInterrupt, a test's own error
         return {"passed": False, "key": "verdict_raised", "fields": {"error": {"str": type(error).__name__}}}
     return {"passed": True}
@@ -439,14 +343,16 @@ FIELD_LIMIT = 240  # characters of one field
 HIDDEN_RUN = 4
 
 
-def render(result, source) -> str:
-    """The bilingual text of a test's failure, built here from the parts that passed their check."""
+def render(result, source, visible=None) -> str:
+    """The bilingual text of a test's failure, built here from the parts that passed their check.
+    `visible`: the cell as released (DecideGrades removes the hidden tests with nbgrader's own
+    delimiters); None: the cell has no hidden part."""
     from .messages import catalogue, message, text
 
     key, fields = result.get("key"), result.get("fields") or {}
     if key not in catalogue() or not isinstance(fields, dict):
         return message("verdict_failed")
-    words, hidden = _words(source), _hidden_runs(source)
+    words, hidden = _words(source), _hidden_runs(source, visible)
     shown = {}
     for name, typed in fields.items():
         if isinstance(name, str) and name.isidentifier() and isinstance(typed, dict) and len(typed) == 1:
@@ -488,8 +394,8 @@ def _field(name, item, words, text, hidden=frozenset()):
     if kind == "str" and name == "error" and isinstance(value, str):
         # the exception's type, and of its text only PyTorch's own words for a mistake the checks know
         kind_name, _, rest = value.partition(": ")
-        if not re.fullmatch(r"[A-Za-z_]\w{0,39}", kind_name):
-            return "…"
+        if not _known_error_type(kind_name):
+            kind_name = "Exception"
         known = _known_error(rest)
         return f"{kind_name}: {known} …" if known else kind_name
     if kind == "str" and isinstance(value, str) and len(value) <= FIELD_LIMIT:
@@ -500,11 +406,9 @@ def _field(name, item, words, text, hidden=frozenset()):
     return "…"
 
 
-def _hidden_runs(source) -> set:
+def _hidden_runs(source, visible) -> set:
     """The runs of HIDDEN_RUN words of the cell's hidden tests that its visible part does not hold."""
-    visible, _, rest = source.partition("### BEGIN HIDDEN TESTS")
-    hidden, _, after = rest.partition("### END HIDDEN TESTS")
-    return _runs(hidden) - _runs(f"{visible}\n{after}")
+    return set() if visible is None else _runs(source) - _runs(visible)
 
 
 def _runs(text) -> set:
@@ -539,6 +443,14 @@ def _dtypes() -> set:
     import torch
 
     return {str(v) for v in vars(torch).values() if isinstance(v, torch.dtype)}
+
+
+def _known_error_type(name) -> bool:
+    """An exception type named by Python or PyTorch: a name the student's code chose could carry text."""
+    import torch
+
+    found = getattr(builtins, name, None) or getattr(torch, name, None)
+    return isinstance(found, type) and issubclass(found, BaseException)
 
 
 def _known_error(text) -> str | None:

@@ -3,6 +3,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -15,7 +16,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import (ClearHiddenTests, DeduplicateIds, Execute, NbGraderPreprocessor, OverwriteCells,
                                      SaveAutoGrades)
-from traitlets import Bool, Integer, List, Unicode
+from traitlets import Bool, Integer
 
 from autograder.messages import message, printable
 
@@ -219,19 +220,26 @@ def released_source(cell, parent=None) -> str:
     return released.source
 
 
+class VerdictUnavailable(Exception):
+    """The verdict could not decide this notebook for a reason that is not the submission's: the grader's
+    environment, or an instructor's cell that fails there. nbgrader records no grade for the notebook and
+    names it; the instructor fixes the cause and grades again."""
+
+
 class DecideGrades(NbGraderPreprocessor):
     """The points of every test cell, decided where the submission's code cannot reach.
 
     Runs after SafeExecute and before SaveAutoGrades. It sends the notebook's cells to a verdict
-    process (autograder/verdict.py: a plain Python process in a sandbox of its own and a fresh empty
-    folder, which runs the instructor's cells, only the *definitions* of the student's cells, and each
-    test cell in its own forked child). Then every test cell's outputs are replaced by the grader's
-    own: a "passed" line, or an error with the verdict's diagnostic. What the submission's kernel
-    printed there is dropped (a forged "tests passed", a published `execute_result` that nbgrader would
-    read as partial credit); an error the kernel itself raised in that cell (tampering seen, a crash,
-    a time-out) still costs the cell its points and is shown after the grader's line, made printable.
-    So a test cell earns its points only when the verdict passed it *and* the notebook's own run did
-    not fail there: the kernel can lose points, never gain them.
+    process (autograder/verdict.py: a sandbox of its own, whose parent runs only the instructor's cells;
+    the notebook runs again, as the student ran it, in a program process whose callers send data only to
+    one judge per test cell). Then every test cell's outputs are replaced by the grader's own: a "passed"
+    line, or an error with the verdict's diagnostic. What the submission's kernel printed there is dropped
+    (a forged "tests passed", a published `execute_result` that nbgrader would read as partial credit);
+    an error the kernel itself raised in that cell (tampering seen, a crash, a time-out) still costs the
+    cell its points and is shown after the grader's line, made printable. So a test cell earns its points
+    only when the verdict passed it *and* the notebook's own run did not fail there: the kernel can lose
+    points, never gain them. A verdict that cannot start, or whose instructor's cells fail, stops this
+    notebook with VerdictUnavailable: the instructor's error, never a zero for the student.
     """
 
     timeout = Integer(None, allow_none=True,
@@ -240,20 +248,13 @@ class DecideGrades(NbGraderPreprocessor):
     cpu_seconds = Integer(None, allow_none=True, help="RLIMIT_CPU of each test cell's process").tag(config=True)
     fork_server = Bool(True, help="Fork the verdict process from a warm fork server (torch imported once "
                                   "per grading process) rather than start a new one").tag(config=True)
-    sealed = List(Unicode(), ["a1_tensor_to", "a2_module_to", "a3_precision_transfers", "a4_several_devices"],
-                  help="The test cells that are sealed, as an assignment (all its test cells) or "
-                       "assignment/grade_id: there the student's functions run in one process and the checks "
-                       "in another, which sees only the data they returned (autograder/boundary.py)").tag(config=True)
+    start_seconds = Integer(60, help="Seconds the verdict may take to start (before it runs any cell)").tag(config=True)
 
     def preprocess(self, nb, resources):
-        assignment = resources.get("nbgrader", {}).get("assignment")
-        cells = [verdict_cell(cell) for cell in nb.cells if cell.cell_type == "code"]
-        for cell in cells:
-            if cell["kind"] == "test":
-                cell["sealed"] = assignment in self.sealed or f"{assignment}/{cell['grade_id']}" in self.sealed
+        cells = [verdict_cell(cell, parent=self) for cell in nb.cells if cell.cell_type == "code"]
         tests = sum(cell["kind"] == "test" for cell in cells)
         started = time.monotonic()
-        records = self.verdict(cells, tests) if tests else {}
+        records = self.verdict(cells) if tests else {}
         self.log.info("Verdict of %d test cells in %.1f s", tests, time.monotonic() - started)
         for cell in nb.cells:
             if is_test_cell(cell):
@@ -271,13 +272,26 @@ class DecideGrades(NbGraderPreprocessor):
         configured = self.config.Execute.get("timeout") if "Execute" in self.config else None
         return int(configured or 120)
 
-    def verdict(self, cells, tests) -> dict:
+    def deadlines(self, cells) -> list[float]:
+        """Seconds each record may take after the one before: the start, then each test cell's judge, which
+        first waits for the program to run the cells before it (each under its own limit), plus a margin
+        for forks and kills. Kept here, outside the sandbox, where no student process can stop the clock
+        (the verdict's parent keeps the same limits, but shares the sandbox with the student's code)."""
+        timeout, waited, deadlines = self.cell_timeout(), 0, [self.start_seconds]
+        for cell in cells:
+            if cell["kind"] == "student":
+                waited += 1
+            elif cell["kind"] == "test":
+                deadlines.append(timeout * (1 + waited) + 10)
+                waited = 0
+        return deadlines
+
+    def verdict(self, cells) -> dict:
         """grade id → {"passed": bool, "message" or "key"}: the verdict process's records."""
-        timeout = self.cell_timeout()
         folder = tempfile.mkdtemp(prefix="course-verdict-")
         job_path = os.path.join(folder, "job.json")  # read, then removed, before any test runs
         with open(job_path, "w", encoding="utf-8") as job:
-            json.dump({"cells": cells, "timeout": timeout, "memory_bytes": self.memory_bytes,
+            json.dump({"cells": cells, "timeout": self.cell_timeout(), "memory_bytes": self.memory_bytes,
                        "cpu_seconds": self.cpu_seconds, "sandboxed": sandbox.enabled(self.config)}, job)
         reader, writer = os.pipe()
         box = process = None
@@ -290,7 +304,7 @@ class DecideGrades(NbGraderPreprocessor):
                 box, process = self.start_sandboxed(folder, job_path, writer)
             os.close(writer)
             writer = None
-            received = read_until_closed(reader, deadline=time.monotonic() + timeout * (tests + 2) + 60)
+            lines = read_records(reader, self.deadlines(cells))
         finally:
             if writer is not None:
                 os.close(writer)
@@ -298,16 +312,30 @@ class DecideGrades(NbGraderPreprocessor):
             if box is not None:
                 box.close(reap=process.wait if isinstance(process, forkserver.AdoptedProcess) else None)
             elif process is not None:
-                process.kill()
+                os.killpg(process.pid, signal.SIGKILL)  # the verdict and every process of its session
                 process.wait()
             shutil.rmtree(folder, ignore_errors=True)
-        records = {}
-        for line in received.decode("utf-8", "replace").splitlines():
+        return self.records(lines)
+
+    def records(self, lines) -> dict:
+        """The test cells' records, once the verdict said it was ready. VerdictUnavailable when it never did,
+        or when an instructor's cell failed in it."""
+        records, ready = {}, False
+        for line in lines:
             try:
                 record = json.loads(line)
-                records.setdefault(str(record["grade_id"]), record)
+                if not ready:
+                    ready = record["ready"] is True
+                elif "instructor_error" in record:
+                    raise VerdictUnavailable(message("verdict_instructor_cell",
+                                                     cell=printable(record["instructor_error"], 100),
+                                                     error=printable(record.get("error"), 100)))
+                else:
+                    records.setdefault(str(record["grade_id"]), record)
             except (ValueError, KeyError, TypeError):
                 self.log.warning("Verdict: unreadable record %r", printable(line, 200))
+        if not ready:
+            raise VerdictUnavailable(message("verdict_unavailable"))
         return records
 
     def start_sandboxed(self, folder, job_path, writer):
@@ -330,29 +358,36 @@ def verdict_command(writer, job_path) -> list[str]:
     return [sys.executable, "-I", "-m", "autograder.verdict", str(writer), job_path]
 
 
-def verdict_cell(cell) -> dict:
-    """A code cell as the verdict process needs it: test, instructor's (locked), or student's."""
+def verdict_cell(cell, parent=None) -> dict:
+    """A code cell as the verdict process needs it: test (with its text as released: nbgrader's own
+    delimiters tell its hidden part), instructor's (locked, restored by OverwriteCells), or student's."""
     grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
     if is_test_cell(cell):
-        kind = "test"
-    elif utils.is_locked(cell) and not utils.is_solution(cell):
-        kind = "trusted"  # its source was restored from the gradebook by OverwriteCells
-    else:
-        kind = "student"
-    return {"kind": kind, "source": cell.source, "grade_id": grade_id}
+        return {"kind": "test", "source": cell.source, "grade_id": grade_id,
+                "visible": released_source(cell, parent=parent)}
+    if utils.is_locked(cell) and not utils.is_solution(cell):
+        return {"kind": "trusted", "source": cell.source, "grade_id": grade_id}
+    return {"kind": "student", "source": cell.source, "grade_id": grade_id}
 
 
-def read_until_closed(fd, deadline) -> bytes:
-    received = b""
-    while len(received) < RECORDS_LIMIT:
+def read_records(fd, deadlines) -> list[str]:
+    """The verdict's lines, each within its deadline after the one before (`deadlines`, in seconds; the
+    last one's for any line past them): past a deadline, or RECORDS_LIMIT bytes, the rest is not waited for."""
+    pending, lines, total = b"", [], 0
+    deadline = time.monotonic() + deadlines[0]
+    while total < RECORDS_LIMIT:
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([fd], [], [], left)[0]:
             break
         chunk = os.read(fd, 65536)
         if not chunk:
             break
-        received += chunk
-    return received
+        total += len(chunk)
+        *done, pending = (pending + chunk).split(b"\n")
+        for line in done:
+            lines.append(line.decode("utf-8", "replace"))
+            deadline = time.monotonic() + deadlines[min(len(lines), len(deadlines) - 1)]
+    return lines
 
 
 def own_error(cell) -> str | None:

@@ -4,10 +4,10 @@ the submission's kernel never touched, so forging them earns nothing.
 The forgeries are data (course/corpus/forgeries.toml); each class of them is graded by the real
 `nbgrader autograde` and by `course grade`, and every test cell's points are asserted.
 """
-import ast
-import logging
-import time
 import base64
+import logging
+import sys
+import time
 
 import nbformat
 import pytest
@@ -15,81 +15,132 @@ from nbformat.v4 import new_code_cell
 
 from autograder.messages import printable
 from autograder.messages import shows
-from autograder.verdict import Definitions
 from course import classroom
 from course.kernels import forkserver
-from course.plugins.autograde import DecideGrades, SafeExecute, decided_outputs
+from course.plugins import autograde
+from course.plugins.autograde import DecideGrades, SafeExecute, VerdictUnavailable, decided_outputs, verdict_cell
 
 FORGERIES = classroom.corpus("forgeries")["forgery"]
 ASSIGNMENTS = sorted({f["assignment"] for f in FORGERIES})
 CONTROL = "aaa-control"
 
 
-# ------------------------------------------------------------------ what the verdict keeps of a cell
+# ------------------------------------------------------------------ the program as the student ran it
 
-def kept(source, trusted="import torch\nfrom torch import nn\n"):
-    definitions = Definitions()
-    definitions.trust(trusted)
-    return ast.unparse(definitions.keep(source)).strip()
+DOUBLE_TEST = ("from autograder import checks\nx = torch.arange(3.0)\n"
+               "checks.assert_values(checks.call('double(x)', double, x), 2 * x, 'double(x)')")
 
 
-@pytest.mark.parametrize("source", [
-    "import math",
-    "from collections import OrderedDict as OD",
-    "def f(x, device=torch.device('cpu'), dtype=torch.float32):\n    return x.to(device, dtype)",
-    "to_device = lambda x, device: x.to(device)",
-    "EPS = 1e-06",
-    "NORMS = (nn.BatchNorm1d, nn.LayerNorm)",
-    "DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')",
-    "class M(nn.Module):\n    scale: float = 2.0\n\n    def __init__(self):\n        super().__init__()\n\n"
-    "    @property\n    def mask(self):\n        return self._mask\n\n    @mask.setter\n    def mask(self, value):\n"
-    "        self._mask = value\n\n    @torch.no_grad()\n    def forward(self, x):\n        return x",
-    "from collections import namedtuple\nPair = namedtuple('Pair', 'first second')",
-    "import functools\n\n@functools.cache\ndef table():\n    return {}",
-], ids=["import", "from-import", "def-with-installed-defaults", "lambda", "constant", "tuple-of-classes",
-        "installed-calls", "class-with-properties-and-decorators", "namedtuple", "installed-decorator"])
-def test_definitions_are_kept_as_written(source):
-    assert kept(source) == ast.unparse(ast.parse(source)).strip()
+def decided(answer, tests=1, **settings) -> dict:
+    """The verdict's records for a notebook of one answer cell and `tests` copies of DOUBLE_TEST."""
+    cells = [{"kind": "trusted", "source": "import torch", "grade_id": "imports"},
+             {"kind": "student", "source": answer, "grade_id": "answer"}]
+    cells += [{"kind": "test", "source": DOUBLE_TEST, "grade_id": f"double{i}", "visible": DOUBLE_TEST}
+              for i in range(tests)]
+    return DecideGrades(**settings).verdict(cells)
 
 
-@pytest.mark.parametrize("source", [
-    "print('hello')",
-    "torch.Tensor.to = lambda self, *a, **k: self",
-    "autograder.checks._fail = None",
-    "isinstance = lambda *args: True",
-    "torch = None",
-    "def helper():\n    return 1\nVALUE = helper()",
-    "def f(x, default=get_ipython()):\n    return x",
-    "@my_decorator\ndef f():\n    pass",
-    "class Meta(type):\n    pass\nclass M(metaclass=Meta):\n    pass",
-    "for i in range(3):\n    pass",
-    "x = [i for i in range(3)]",
-    "get_ipython().input_transformers_post.append(len)",
-    "from os import *",
-    "from os import open",
-    "if True:\n    import os",
-    "import autograder.checks\nX = autograder.checks.__dict__.update(assert_device=print)",
-    "import builtins\nX = vars(builtins).update(isinstance=print)",
-    "Y = torch.set_default_dtype(torch.float64)",
-    "import atexit\n\n@atexit.register\ndef f():\n    pass",
-    "Z = torch.library.Library('aten', 'IMPL')",
-], ids=["call", "patch-attribute", "patch-checks", "rebind-builtin", "rebind-trusted-name",
-        "call-of-student-function", "default-runs-code", "student-decorator", "metaclass", "loop",
-        "comprehension", "ipython-hook", "star-import", "import-over-builtin", "compound-statement",
-        "installed-dict-updated", "builtins-updated", "global-state-changed", "installed-decorator-with-effects",
-        "operator-library"])
-def test_statements_that_would_run_student_code_are_left_out(source):
-    left = kept(source)
-    assert left != ast.unparse(ast.parse(source)).strip()
-    for statement in ast.parse(left).body:  # what is left only defines: no call, loop or branch at the top
-        assert not isinstance(statement, (ast.Expr, ast.For, ast.If)), left
-        assert "metaclass" not in ast.unparse(statement) and "= helper()" not in ast.unparse(statement), left
+# Right answers in ordinary Python: module-level state of every kind the filter of old dropped.
+ORDINARY = {
+    "compiled-pattern": "import re\nNUMERIC = re.compile(r'float|int')\ndef double(x):\n"
+                        "    assert NUMERIC.search(str(x.dtype))\n    return 2 * x",
+    "logger": "import logging\nlog = logging.getLogger(__name__)\ndef double(x):\n    log.debug('doubling %s', x.shape)\n"
+              "    return x * 2",
+    "partial": "import functools\ntwice = functools.partial(torch.mul, other=2)\ndef double(x):\n    return twice(x)",
+    "attrgetter": "import operator\nmeta = operator.attrgetter('device', 'dtype')\ndef double(x):\n"
+                  "    device, dtype = meta(x)\n    return torch.full_like(x, 2, device=device, dtype=dtype) * x",
+    "comprehension-table": "FACTORS = {name: k for k, name in enumerate(['zero', 'one', 'two'])}\n"
+                           "def double(x):\n    return x * FACTORS['two']",
+    "generator-tuple": "SCALES = tuple(float(v) for v in range(3))\ndef double(x):\n    return x * SCALES[2]",
+    "dataclass-instance": "from dataclasses import dataclass\n@dataclass\nclass Scale:\n    factor: float\n"
+                          "    def __call__(self, x):\n        return x * self.factor\nSCALE = Scale(2.0)\n"
+                          "def double(x):\n    return SCALE(x)",
+    "enum-member": "import enum\nclass Factor(enum.Enum):\n    TWO = 2\ndef double(x):\n    return x * Factor.TWO.value",
+    "alias": "def _times_two(x):\n    return x + x\ndouble = _times_two",
+    "default-dtype-set": "FLOATS = {torch.float32, torch.get_default_dtype()}\ndef double(x):\n"
+                         "    assert x.dtype in FLOATS\n    return 2 * x",
+    "statement-and-magic": "%matplotlib inline\nimport torch\nprint('checking my answer')\nfor _ in range(2):\n"
+                           "    pass\ndef double(x):\n    return 2 * x\ndouble(torch.ones(1))",
+    "availability-at-definition": "ON_GPU = torch.cuda.is_available()\ndef double(x):\n"
+                                  "    return (2 * x).to('cuda' if ON_GPU else x.device)",
+}
 
 
-def test_a_class_keeps_its_methods_but_not_its_definition_hooks():
-    source = ("class Base(nn.Module):\n    def __init_subclass__(cls):\n        print('runs at definition')\n\n"
-              "    def forward(self, x):\n        return x")
-    assert "__init_subclass__" not in kept(source) and "def forward" in kept(source)
+@pytest.mark.parametrize("answer", ORDINARY.values(), ids=ORDINARY.keys())
+def test_a_right_answer_in_ordinary_python_keeps_its_points(answer):
+    assert decided(answer)["double0"]["passed"] is True
+
+
+# Wrong answers (`double` returns x) whose definitions run code as Python defines them: each tries to
+# write a passing record on every descriptor it can reach, or to change what the checks compute.
+FORGE = ("import os\nfor fd in range(3, 200):\n    try:\n"
+         "        os.write(fd, b'{\"passed\": true, \"grade_id\": \"double0\"}\\n' * 4)\n"
+         "    except OSError:\n        pass\n")
+AT_DEFINITION = {
+    "init-subclass-assigned": "def hook(cls, **kw):\n" + FORGE.replace("\n", "\n    ").replace("import os", "    import os", 1)
+                              + "\nclass Base:\n    __init_subclass__ = classmethod(hook)\nclass Child(Base):\n    pass",
+    "enum-member-init": "import enum\nclass E(enum.Enum):\n    A = 1\n    def __init__(self, value):\n"
+                        + "".join("        " + line + "\n" for line in FORGE.splitlines()),
+    "metaclass": "class Meta(type):\n    def __new__(mcs, *args):\n"
+                 + "".join("        " + line + "\n" for line in FORGE.splitlines())
+                 + "        return super().__new__(mcs, *args)\nclass M(metaclass=Meta):\n    pass",
+    "set-name": "class Field:\n    def __set_name__(self, owner, name):\n"
+                + "".join("        " + line + "\n" for line in FORGE.splitlines()) + "class Holder:\n    f = Field()",
+    "module-level": FORGE,
+    "patch-the-checks": "import autograder.checks as c\nc.assert_values = lambda *a, **k: None\n"
+                        "import torch\ntorch.equal = lambda *a: True\ntorch.allclose = lambda *a, **k: True",
+}
+
+
+@pytest.mark.parametrize("forgery", AT_DEFINITION.values(), ids=AT_DEFINITION.keys())
+def test_code_that_runs_at_definition_time_decides_nothing(forgery):
+    records = decided(forgery + "\ndef double(x):\n    return x", tests=2)
+    assert [records[f"double{i}"]["passed"] for i in range(2)] == [False, False]
+
+
+def test_a_stopped_verdict_holds_the_grader_no_longer_than_its_deadlines():
+    """A function body stops the verdict's parent (the same user, the same sandbox): the clock outside
+    the sandbox ends the verdict; the student's own notebook earns nothing for it, and nothing hangs."""
+    stop = ("def double(x):\n    import os, signal\n    program = os.getppid()\n"
+            "    stat = open(f'/proc/{program}/stat').read()\n    verdict = int(stat.rpartition(')')[2].split()[1])\n"
+            "    os.kill(verdict, signal.SIGSTOP)\n    return 2 * x")
+    started = time.monotonic()
+    records = decided(stop, tests=2, timeout=3)
+    assert time.monotonic() - started < 3 * 2 + 10 + 15
+    assert not any(record["passed"] for record in records.values())
+
+
+def test_an_instructors_cell_that_fails_in_the_grader_stops_the_notebook_not_the_student():
+    cells = [{"kind": "trusted", "source": "import torch\nfrom autograder import no_such_helper", "grade_id": "imports"},
+             {"kind": "student", "source": "def double(x):\n    return 2 * x", "grade_id": "answer"},
+             {"kind": "test", "source": DOUBLE_TEST, "grade_id": "double0", "visible": DOUBLE_TEST}]
+    with pytest.raises(VerdictUnavailable) as stopped:
+        DecideGrades().verdict(cells)
+    assert shows(str(stopped.value), "verdict_instructor_cell") and "ImportError" in str(stopped.value)
+
+
+def test_a_verdict_that_never_starts_is_the_instructors_error(monkeypatch):
+    """The case of issue 41: an environment the verdict cannot run in. No zero is recorded for anyone."""
+    monkeypatch.setattr(autograde, "verdict_command", lambda writer, job: [sys.executable, "-c", "raise SystemExit(1)"])
+    with pytest.raises(VerdictUnavailable) as stopped:
+        decided("def double(x):\n    return 2 * x", fork_server=False)
+    assert shows(str(stopped.value), "verdict_unavailable")
+
+
+@pytest.mark.parametrize("comment", ["### ", "# ", ""], ids=["course-style", "one-hash", "bare"])
+def test_the_hidden_part_is_nbgraders_whatever_its_comment(comment):
+    """One rule: what nbgrader's ClearHiddenTests removes is hidden to the leak guard too."""
+    from autograder.verdict import render
+
+    source = (f"x = 1\n{comment}BEGIN HIDDEN TESTS\nsecret_reference_values_for_the_hidden_check = compute_them()\n"
+              f"{comment}END HIDDEN TESTS\n")
+    cell = nbformat.v4.new_code_cell(source, metadata={"nbgrader": {"grade": True, "grade_id": "t", "points": 1,
+                                                                    "solution": False, "locked": True}})
+    visible = verdict_cell(cell)["visible"]
+    assert "secret_reference" not in visible and "x = 1" in visible
+    leaked = {"key": "wrong_values", "fields": {"what": {"str": "x"}, "diff": {"number": 1},
+                                                "hint": {"str": "secret_reference_values_for_the_hidden_check = compute_them"}}}
+    assert "secret_reference" not in render(leaked, source, visible)
 
 
 # ------------------------------------------------------------------ what a test cell shows
@@ -133,7 +184,7 @@ def test_a_field_other_than_the_tests_label_never_repeats_a_hidden_line():
               "### END HIDDEN TESTS\n")
     line = "'class HalfMoved(nn.Module):  # a parameter here, a buffer there'"
     shown = render({"key": "expected_none", "fields": {"what": {"str": "f(x)"}, "found": {"str": line},
-                                                       "hint": {"text": "hint_no_tensors"}}}, source=source)
+                                                       "hint": {"text": "hint_no_tensors"}}}, source, "x = 1\n")
     assert "HalfMoved" not in shown and shows(shown, "expected_none")
     label = render({"key": "expected_none", "fields": {"what": {"str": "nn.Module(<a parameter here, a buffer there>)"},
                                                        "found": {"str": "'x'"}, "hint": {"text": "hint_no_tensors"}}},
@@ -163,15 +214,18 @@ def test_text_from_a_submission_loses_its_terminal_escape_sequences():
                          ids=["forked from the fork server", "a new process", "fork server unavailable"])
 def test_the_verdict_process_decides_the_same_forked_or_new(forked, caplog, monkeypatch):
     """Forked from the warm fork server (the default) or started as a new process, the verdict runs the
-    student's definitions, never their statements, and decides each test cell."""
+    student's program (its statements too: here the SystemExit the shell catches) and decides each test cell."""
     cells = [{"kind": "trusted", "source": "import torch", "grade_id": "imports"},
              {"kind": "student", "source": "def double(x):\n    return 2 * x\nraise SystemExit", "grade_id": "answer"},
-             {"kind": "test", "source": "assert double(torch.tensor(2)).item() == 4", "grade_id": "right"},
-             {"kind": "test", "source": "assert double(1) == 3", "grade_id": "wrong"}]
+             {"kind": "test", "source": "from autograder import checks\n"
+                                        "assert checks.call('double(2)', double, torch.tensor(2)).item() == 4",
+              "grade_id": "right"},
+             {"kind": "test", "source": "from autograder import checks\nassert checks.call('double(1)', double, 1) == 3",
+              "grade_id": "wrong"}]
     if forked == "unavailable":  # then a new process, in the same sandbox started again
         monkeypatch.setattr(forkserver, "fork_server", lambda *a: (_ for _ in ()).throw(OSError("stopped")))
     with caplog.at_level(logging.WARNING):
-        records = DecideGrades(fork_server=bool(forked)).verdict(cells, tests=2)
+        records = DecideGrades(fork_server=bool(forked)).verdict(cells)
     assert records["right"]["passed"] is True
     assert records["wrong"]["passed"] is False
     assert ("Fork server unavailable" in caplog.text) == (forked == "unavailable")
@@ -192,20 +246,18 @@ FORGED_RECORD = """def double(x):
     ("def double(x):\n    return x + x + 0 * x.sum()", True),
     ("def double(x):\n    return x", False),
     (FORGED_RECORD, False),
-    ("def double(x):\n    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n    return 2 * x", False),
-], ids=["right", "right-another-way", "wrong", "forges-the-record", "kills-its-parent"])
+    ("def double(x):\n    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n    return 2 * x", True),
+    ("def double(x):\n    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n    return x", False),
+], ids=["right", "right-another-way", "wrong", "forges-the-record", "right-and-ends-the-program", "wrong-and-ends-the-program"])
 def test_a_sealed_cells_points_come_from_its_judge_which_sees_only_data(answer, passes):
     """autograder/boundary.py: the student's function runs in the caller, the checks in the judge."""
     test = ("from autograder import checks\nx = torch.arange(3.0)\n"
             "checks.assert_values(checks.call('double(x)', double, x), 2 * x, 'double(x)')")
     cells = [{"kind": "trusted", "source": "import torch", "grade_id": "imports"},
              {"kind": "student", "source": answer, "grade_id": "answer"},
-             {"kind": "test", "source": test, "grade_id": "double", "sealed": True}]
-    record = DecideGrades().verdict(cells, 1).get("double")  # none: the verdict itself was killed
+             {"kind": "test", "source": test, "grade_id": "double", "visible": test}]
+    record = DecideGrades().verdict(cells).get("double")  # none: the verdict itself was killed
     assert (record is not None and record["passed"]) is passes
-    if answer == FORGED_RECORD:  # what the seal stops: unsealed, a function body can write the record
-        cells[-1]["sealed"] = False
-        assert DecideGrades().verdict(cells, 1)["double"]["passed"] is True
 
 
 def test_a_notebook_past_its_time_budget_stops_and_its_later_cells_earn_nothing(tmp_path):

@@ -429,7 +429,9 @@ def test_a_tensor_found_twice_in_a_result_is_one_tensor_in_the_judge(pipe):
     assert back[0] is back[1]["again"]
 
 
-def test_the_callers_diagnostic_is_raised_again_by_the_judge(pipe):
+def test_a_failed_calls_diagnostic_is_the_judges_own(pipe):
+    """The caller ran the test cell: what it says of a failure (its fields, its text) is not shown. The
+    judge makes the diagnostic again from its own label and the error's kind and text."""
     def unanswered():
         raise NotImplementedError()
 
@@ -438,7 +440,19 @@ def test_the_callers_diagnostic_is_raised_again_by_the_judge(pipe):
         boundary.Recorder(writer).call("f()", unanswered, (), {}, None, core._run)
     with pytest.raises(AssertionError) as failure:
         boundary.Judge(reader).call("f()", unanswered, (), {}, None, core._run)
-    assert failure.value.course_key == "not_answered" and failure.value.course_typed
+    assert failure.value.course_key == "not_answered" and failure.value.course_fields == {"what": "f()"}
+
+
+@pytest.mark.parametrize("kinds, cause, key", [
+    (["ValueError", "Exception"], "split over meta and cpu", "verdict_call_raised"),
+    (["RuntimeError"], "Expected all tensors to be on the same device, but found cuda:0 and cpu", "device_mismatch"),
+    ([], "", "verdict_call_unreadable"),
+])
+def test_a_raised_error_is_known_by_its_kind_and_pytorchs_words(kinds, cause, key):
+    failure = boundary._reported("f(x)", {"key": "raised", "fields": {"what": {"str": "hidden words"}},
+                                          "kinds": kinds, "cause": cause})
+    assert failure.course_key == key and failure.course_fields["what"] == "f(x)"
+    assert (failure.__cause__ is not None) == bool(kinds)
 
 
 def test_what_the_students_code_drew_does_not_change_the_callers_later_tensors(pipe):
