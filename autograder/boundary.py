@@ -211,6 +211,8 @@ class Judge(_Side):
                 self.mark(known, report["carrying"])
                 self.mark_made(known, result)
             _count(report["counters"], result)
+        except ChangedArgument:
+            raise diagnostic("changed_argument", what=what) from None
         except (KeyError, IndexError, TypeError, ValueError, AttributeError, RuntimeError, RecursionError, OSError):
             raise diagnostic("verdict_call_unreadable", what=what) from None
         return result
@@ -243,6 +245,11 @@ def _read_exactly(fd, size) -> bytes | None:
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
+
+
+class ChangedArgument(Exception):
+    """The student's function changed a tensor it was given in place (its device, dtype, shape or values):
+    no exercise asks for it, and a test that computes what it expects from its arguments would be misled."""
 
 
 class CallerError(Exception):
@@ -399,7 +406,8 @@ class Known:
 
     def __init__(self, args, kwargs, opaque=lambda value: False):
         self.objects, self.types, self.held, self.leaves, self._positions = [], [], [], [], {}
-        pending, seen = [args, kwargs], set()
+        self.given = set()  # positions of the tensors given as they are (not a module's parameter or buffer)
+        pending, seen, of_modules = [args, kwargs], set(), set()
         while pending and len(self.objects) < NODE_LIMIT:
             value = pending.pop()
             if id(value) in seen or type(value) in _CONSTANTS:
@@ -407,6 +415,8 @@ class Known:
             seen.add(id(value))
             if isinstance(value, (torch.Tensor, list, tuple, Mapping)):
                 self._positions[id(value)] = len(self.objects)
+                if isinstance(value, torch.Tensor) and id(value) not in of_modules:
+                    self.given.add(len(self.objects))
                 self.objects.append(value)
                 if not isinstance(value, torch.Tensor):
                     if type(value) not in self.types:
@@ -417,7 +427,9 @@ class Known:
             if _held(value) and not opaque(value):  # what the judge holds as a stand-in has no state there
                 self.held.append(value)
                 if isinstance(value, nn.Module):
-                    pending.extend(reversed([*value.parameters(), *value.buffers()]))
+                    tensors = [*value.parameters(), *value.buffers()]
+                    of_modules.update(map(id, tensors))
+                    pending.extend(reversed(tensors))
 
     def index(self, value):
         return self._positions.get(id(value))
@@ -645,8 +657,10 @@ def _new_tensor(node, known, payloads):
         original = known.objects[same]
         if not isinstance(original, torch.Tensor):
             raise TypeError("not a tensor argument")
-        if _differs(original, payload):  # changed in place by the student's code: so here too
-            _replace_data(original, payload)
+        if _differs(original, payload):  # changed in place by the student's code
+            if same in known.given:  # a tensor it was given: its caller's data is gone (swap_tensors, .data =)
+                raise ChangedArgument(same)
+            _replace_data(original, payload)  # a module's parameter or buffer: so here too
         requires_grad = node["requires_grad"] is True
         if original.is_leaf and original.requires_grad != requires_grad and payload.is_floating_point():
             original.requires_grad_(requires_grad)

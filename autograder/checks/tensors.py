@@ -81,6 +81,8 @@ def assert_random(t, what):
     if not has_data(_device_of(t)) or t.numel() < 2:
         return
     values = t.detach().flatten()
+    if not bool(torch.isfinite(values).all()):  # NaN equals nothing: it would pass the check below
+        _fail("not_finite", what=what)
     if bool((values == values[0]).all()):
         _fail("not_random", what=what, value=f"{values[0].item():g}")
 

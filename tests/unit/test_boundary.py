@@ -63,15 +63,37 @@ def test_an_argument_returned_is_the_judges_own_argument(pipe):
     assert sealed(pipe, lambda t: t.to("cpu"), x, judged=(judged,)) is judged
 
 
-def test_an_argument_changed_in_place_is_changed_in_the_judge_too(pipe):
+def cast_by_data(t):
+    t.data = t.data.double() * 2
+    return t
+
+
+def moved_by_swap(t):
+    torch.utils.swap_tensors(t, t.to("meta"))
+    return t
+
+
+@pytest.mark.parametrize("change", [cast_by_data, moved_by_swap, lambda t: t.mul_(2)], ids=["data", "swap", "in-place op"])
+def test_a_tensor_argument_changed_in_place_fails_the_call(pipe, change):
+    """A test computes what it expects from its arguments after the call: a function that overwrote its
+    argument would make its own wrong result the expected one."""
     x, judged = torch.ones(3), torch.ones(3)
+    with pytest.raises(AssertionError) as failure:
+        sealed(pipe, change, x, judged=(judged,))
+    assert failure.value.course_key == "changed_argument" and torch.equal(judged, torch.ones(3))
 
-    def cast_in_place(t):
-        t.data = t.data.double() * 2
-        return t
 
-    assert sealed(pipe, cast_in_place, x, judged=(judged,)) is judged
-    assert judged.dtype == torch.float64 and torch.equal(judged, torch.full((3,), 2.0, dtype=torch.float64))
+def test_a_modules_parameter_changed_in_place_is_changed_in_the_judge_too(pipe):
+    model, judged = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    judged.load_state_dict(model.state_dict())
+
+    def cast(m):
+        m.weight.data = m.weight.data.double() * 2
+        return m
+
+    expected = judged.weight.detach().double() * 2
+    assert sealed(pipe, cast, model, judged=(judged,)) is judged
+    assert judged.weight.dtype == torch.float64 and torch.equal(judged.weight.detach(), expected)
 
 
 def test_containers_keep_their_types_when_the_judge_knows_them(pipe):

@@ -139,6 +139,8 @@ def test_random_values_are_told_from_a_constant_fill():
     checks.assert_random(torch.tensor([0.0, 0.0, 1.0]), "w")  # one value differs: not a constant fill
     fails_showing("not_random", dict(what="w", value="0"), checks.assert_random, torch.zeros(3, 2), "w")
     fails_showing("not_random", dict(what="w", value="1.5"), checks.assert_random, torch.full((4,), 1.5), "w")
+    for bad in [torch.full((3,), float("nan")), torch.tensor([0.5, float("inf"), 1.0])]:  # NaN equals nothing
+        fails_showing("not_finite", dict(what="w"), checks.assert_random, bad, "w")
     checks.assert_random(torch.zeros(3, device="meta"), "w")  # no values to judge
     checks.assert_random(torch.zeros(1), "w")  # a single value cannot show a fill
     fails_with("wrong_values", checks.assert_values, torch.tensor([float("nan")]), torch.tensor([1.0]), "x")
