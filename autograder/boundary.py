@@ -64,6 +64,7 @@ FRAME_LIMIT = 64 * 2**20  # bytes of one call's result
 CAUSE_LIMIT = 4000  # characters of the text of an error the student's function raised
 FILE_LIMIT = 16 * 2**20  # bytes of a file the student's function wrote at a path it was given
 DEPTH_LIMIT = 32  # nesting of a result's containers
+NAME_LIMIT = 40  # characters of the name of a parameter or buffer of a module the call made
 NODE_LIMIT = 100_000  # parts of one result
 _HEADER = struct.Struct("<Q")
 _CONTAINERS = {"list": list, "tuple": tuple, "dict": dict, "OrderedDict": OrderedDict}
@@ -552,9 +553,11 @@ def held_state(value, known, payloads) -> dict:
     return {"modules": modules}
 
 
-def apply_state(value, state, known, payloads):
+def apply_state(value, state, known, payloads, made=False):
     """In the judge: write a held argument's state, as the caller sent it, into the judge's own object.
-    Everything is read and checked first; a state that does not fit the object changes nothing in it."""
+    Everything is read and checked first; a state that does not fit the object changes nothing in it.
+    Tensor names are the caller's words, and a test may show them in a label: a held module keeps the
+    names it had (a tensor may go, none may come), one the call `made` takes plain identifiers only."""
     if not isinstance(value, nn.Module):
         for name, part in _read_attributes(value, state["attributes"], known, payloads):
             vars(value)[name] = part
@@ -570,6 +573,10 @@ def apply_state(value, state, known, payloads):
         if not all(type(grad) is torch.Tensor or grad is None for _, grad in grads):
             raise TypeError("not a gradient")
         taken = {*parameters, *buffers, *module._modules}
+        before = {*module._parameters, *module._buffers}
+        if not all(name.isidentifier() and len(name) <= NAME_LIMIT and (made or name in before)
+                   for name in [*parameters, *buffers]):
+            raise ValueError("not the module's tensor names")
         attributes = _read_attributes(module, part["attributes"], known, payloads, taken)
         non_persistent = {name for name in part["non_persistent"] if isinstance(name, str)}
         writes.append((module, parameters, buffers, grads, attributes, non_persistent, part["training"] is True))
@@ -738,7 +745,7 @@ def _module(node, known, payloads):
             if not child.isidentifier() and not child.isdigit():
                 raise ValueError("not a submodule name")
             root.get_submodule(parent)._modules[child] = module
-    apply_state(root, node["state"], known, payloads)
+    apply_state(root, node["state"], known, payloads, made=True)
     return root
 
 

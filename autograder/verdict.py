@@ -101,6 +101,7 @@ def _program(cells, writers, go, timeout):
     try:
         os.setpgid(0, 0)  # the parent ends the program and its callers as one group
         _only_descriptors([*writers, go])
+        _own_folder()
         from . import integrity
 
         shell, bound = _shell(), {}
@@ -133,8 +134,29 @@ def _program(cells, writers, go, timeout):
             if cell["kind"] == "trusted":  # what the instructor's cells bind is not the student's
                 bound.update((name, value) for name, value in shell.user_ns.items()
                              if name not in before or before[name] is not value)
+        while os.read(go, 1):  # the last caller's parent until the verdict ends
+            pass
     finally:
         os._exit(0)
+
+
+def _own_folder():
+    """The program's own folder, in the sandbox's bounded /tmp: its working folder and every temporary
+    file's. Where the kernel has Landlock, the program (and every caller) writes nowhere else, so no file a
+    judge wrote can change under it, and signals no process outside the program (autograder/kernel.py)."""
+    import tempfile
+
+    from .kernel import confine
+
+    folder = tempfile.mkdtemp(prefix="program-")
+    for name in ("TMPDIR", "HOME", "IPYTHONDIR", "MPLCONFIGDIR"):
+        os.environ[name] = folder
+    tempfile.tempdir = folder
+    os.chdir(folder)
+    try:
+        confine([folder, *filter(os.path.isdir, ["/dev/shm"])])
+    except OSError:  # a kernel that refuses: the deadlines and the sandbox still hold
+        pass
 
 
 def _interrupt(signum, frame):
@@ -352,11 +374,15 @@ def render(result, source, visible=None) -> str:
     key, fields = result.get("key"), result.get("fields") or {}
     if key not in catalogue() or not isinstance(fields, dict):
         return message("verdict_failed")
-    words, hidden = _words(source), _hidden_runs(source, visible)
+    # The test's label (`what`) is the judge's own: it may use every word of the cell. Any other string
+    # may hold what the student's code returned, and the caller that made it ran the whole cell: only the
+    # words of the cell as released may show (hidden-only words, however interleaved, become "…").
+    labels, words = _words(source), _words(source if visible is None else visible)
+    hidden = _hidden_runs(source, visible)
     shown = {}
     for name, typed in fields.items():
         if isinstance(name, str) and name.isidentifier() and isinstance(typed, dict) and len(typed) == 1:
-            shown[name] = _field(name, *typed.items(), words, text, hidden)
+            shown[name] = _field(name, *typed.items(), labels if name == "what" else words, text, hidden)
     try:
         return message(key, **shown)
     except (KeyError, IndexError, ValueError, AttributeError):

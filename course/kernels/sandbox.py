@@ -82,6 +82,7 @@ HOST_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/lo
 # a working folder that holds one of these is (part of) a course folder: never writable by a kernel
 COURSE_MARKERS = ("nbgrader_config.py", "gradebook.db", "source", "submitted", "autograded", "release")
 OUTPUT_KEPT = 8192  # bytes of a kernel's own stdout/stderr kept for the grader's log
+OUTPUT_LIMIT = 1 * 2**20  # bytes of a sandbox's own output kept for the log (a flood is read and dropped)
 SOCKETS_BYTES = 1 * 2**20  # the sockets' own tmpfs: sockets take no space, nothing else belongs there
 # each sandbox as a whole, where cgroups can be made (course/kernels/cgroups.py); use_for_nbgrader() sets them
 GROUP_MEMORY_BYTES = 6 * 2**30  # every process of the sandbox together: shared mappings and tmpfs included
@@ -340,9 +341,10 @@ class KernelSandbox:
         return writer
 
     def _collect(self, reader):
+        """Keep the first OUTPUT_LIMIT bytes of what the sandbox writes; read and drop the rest."""
         with os.fdopen(reader, "rb") as stream:
-            while chunk := stream.read1(4096):
-                self.output.extend(chunk)
+            while chunk := stream.read1(65536):
+                self.output.extend(chunk[:max(0, OUTPUT_LIMIT - len(self.output))])
 
     def output_text(self) -> str:
         return bytes(self.output).decode("utf-8", "replace").strip()

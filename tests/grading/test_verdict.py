@@ -5,6 +5,7 @@ The forgeries are data (course/corpus/forgeries.toml); each class of them is gra
 `nbgrader autograde` and by `course grade`, and every test cell's points are asserted.
 """
 import base64
+import os
 import logging
 import sys
 import time
@@ -398,3 +399,48 @@ def test_no_forged_passed_line_appears_under_a_failed_test(graded, forgery):
             assert "execute_result" not in kinds and "display_data" not in kinds
             if "error" in kinds:
                 assert not any("tests passed" in o.get("text", "") for o in cell.outputs)
+
+
+def test_a_string_of_hidden_words_shows_as_dots_however_it_is_interleaved():
+    """The caller ran the whole cell: a string it returned may carry hidden words between known ones."""
+    from autograder.verdict import render
+
+    source = ("x = 1\n### BEGIN HIDDEN TESTS\nclass Sample(namedtuple): image label source nested pairs\n"
+              "### END HIDDEN TESTS\n")
+    interleaved = "'Sample nan image label nan source nested nan pairs torch'"
+    shown = render({"key": "expected_none", "fields": {"what": {"str": "f(x)"}, "found": {"str": interleaved},
+                                                       "hint": {"text": "hint_no_tensors"}}}, source, "x = 1\n")
+    assert "image" not in shown and "Sample" not in shown and shows(shown, "expected_none")
+
+
+def test_the_program_writes_only_in_its_own_folder_and_signals_only_itself(tmp_path):
+    """Landlock (autograder/kernel.py: confine), where the kernel has it: a caller cannot change a file a
+    judge wrote, nor stop the verdict's parent."""
+    from autograder import kernel
+
+    abi = kernel.landlock_abi()
+    if abi < 1:
+        pytest.skip("this kernel has no Landlock: the deadlines and the sandbox hold alone")
+    own, judges = tmp_path / "program", tmp_path / "judge.pt"
+    own.mkdir()
+    judges.write_text("the judge's checkpoint")
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(reader)
+        kernel.confine([str(own)])
+        outcome = []
+        for attempt in (lambda: judges.write_text("swapped"), lambda: (own / "mine").write_text("ok"),
+                        lambda: os.kill(os.getppid(), 0)):
+            try:
+                attempt()
+                outcome.append("done")
+            except OSError:
+                outcome.append("refused")
+        os.write(writer, ",".join(outcome).encode())
+        os._exit(0)
+    os.close(writer)
+    os.waitpid(pid, 0)
+    outcome = os.read(reader, 100).decode().split(",")
+    assert outcome[:2] == ["refused", "done"] and judges.read_text() == "the judge's checkpoint"
+    assert outcome[2] == ("refused" if abi >= 6 else "done")
