@@ -47,7 +47,7 @@ def run(cells, timeout, grader_fd, sandboxed=False):
     go, start = os.pipe()  # the parent → the program: fork the caller of the next test cell
     spared = _processes() if sandboxed else set()  # the sandbox's init, its holder, this process
     from IPython.core import interactiveshell  # noqa: F401: imported once, here, for every program's shell
-    program = os.fork()
+    program = _fork()
     if program == 0:
         _program(cells, [writer for _, writer in pipes], go, timeout)  # never returns
     spared.add(program)
@@ -80,6 +80,17 @@ def run(cells, timeout, grader_fd, sandboxed=False):
             result["grade_id"] = cell["grade_id"]
             _record(grader_fd, result)
     _kill(program)
+
+
+def _fork(tries=50) -> int:
+    """os.fork, again while the sandbox's process slots are full (threads the student's program started
+    and has just ended still hold them for a moment)."""
+    for _ in range(tries - 1):
+        try:
+            return os.fork()
+        except BlockingIOError:
+            time.sleep(0.1)
+    return os.fork()
 
 
 def _record(fd, record):
@@ -118,7 +129,7 @@ def _program(cells, writers, go, timeout):
                     _kill(caller)
                 writer = next(callers)
                 names = student_names(shell.user_ns, bound)
-                caller = os.fork()
+                caller = _fork()
                 if caller == 0:
                     _caller(cell, shell.user_ns, writer, names)  # never returns
                 os.close(writer)
@@ -232,7 +243,7 @@ def run_test(cell, namespace, timeout, calls) -> dict:
     """One test cell's judge, forked; its result, or why it has none (died, timed out). It reads the
     student's names, then each call's result, from its caller on `calls`."""
     reader, writer = os.pipe()
-    pid = os.fork()
+    pid = _fork()
     if pid == 0:
         _judge(cell, namespace, writer, calls)  # never returns
     os.close(writer)

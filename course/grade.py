@@ -273,14 +273,18 @@ def warnings_in(log: str) -> list[str]:
 
 
 def _error_line(error: str) -> str | Bilingual:
-    """The line of nbgrader's traceback that names what went wrong (e.g. NotJSONError: ...)."""
+    """The line of nbgrader's traceback that names what went wrong (e.g. NotJSONError: ...), with the Chinese
+    line after it when the error is one of the course's bilingual messages (VerdictUnavailable)."""
     if "RecursionError" in error and "JSON" in error:
         return text("crafted_notebook")
     lines = [line.strip() for line in error.splitlines() if line.strip()]
-    named = [line for line in lines if re.match(r"[\w.]+(Error|Exception): ", line)
+    named = [i for i, line in enumerate(lines) if re.match(r"[\w.]+(Error|Exception|Unavailable): ", line)
              and "Please see the" not in line]
-    # it may quote the submission (a crafted notebook's text): no terminal escape sequence reaches the screen
-    return printable(named[-1] if named else (lines[-1] if lines else ""), 500)
+    if not named:  # it may quote the submission (a crafted notebook's text): no terminal escape sequence
+        return printable(lines[-1] if lines else "", 500)
+    at = named[-1]
+    chinese = at + 1 < len(lines) and re.search(r"[\u4e00-\u9fff]", lines[at + 1]) and not re.search(r"[\u4e00-\u9fff]", lines[at])
+    return printable("\n".join(lines[at:at + 2] if chinese else lines[at:at + 1]), 1000)
 
 
 def _bar(done: int, total: int, width: int = 24) -> str:

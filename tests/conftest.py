@@ -18,7 +18,7 @@ from course import classroom
 
 # diagnostics of the catalogue that say what went wrong but not which point of the course: no one
 # section teaches them (tests/unit/test_insights.py, tests/grading/test_insights_demo.py)
-GENERIC_DIAGNOSTICS = {"raised", "wrong_values", "wrong_shape", "not_answered", "expected_error", "expected_none", "not_a_module",
+GENERIC_DIAGNOSTICS = {"raised", "verdict_call_raised", "wrong_values", "wrong_shape", "not_answered", "expected_error", "expected_none", "not_a_module",
                        "not_a_tensor"}
 
 

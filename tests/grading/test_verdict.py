@@ -444,3 +444,22 @@ def test_the_program_writes_only_in_its_own_folder_and_signals_only_itself(tmp_p
     outcome = os.read(reader, 100).decode().split(",")
     assert outcome[:2] == ["refused", "done"] and judges.read_text() == "the judge's checkpoint"
     assert outcome[2] == ("refused" if abi >= 6 else "done")
+
+
+@pytest.mark.parametrize("grader", ["nbgrader autograde", "course grade"])
+def test_a_verdict_that_cannot_run_records_no_zero_under_either_grader(grader, course, tmp_path):
+    """Issue 41: a verdict that failed for a reason that is not the submission's gave the instructor's own
+    solution 0 of 11 under one grader. Now both stop that notebook with a message for the instructor and
+    record nothing (here the verdict is given no time to start)."""
+    root = tmp_path / "course"
+    classroom.prepare_course(root, "a1_tensor_to")
+    with open(root / "nbgrader_config.py", "a", encoding="utf-8") as config:
+        config.write("\nc.DecideGrades.start_seconds = 0  # the verdict cannot say it is ready in time\n")
+    classroom.submit(root, "a1_tensor_to", "instructor", classroom.solved_notebook(root, "a1_tensor_to"))
+    if grader == "nbgrader autograde":
+        code, log = classroom.nbgrader(root, "autograde", "a1_tensor_to", check=False)
+    else:
+        done = course("grade", "a1_tensor_to", "--root", root)
+        code, log = done.returncode, done.stdout + done.stderr
+    assert code != 0 and "verdict process did not start" in log and "判定进程没有启动" in log, log
+    assert "instructor" not in classroom.scores(root, "a1_tensor_to")
