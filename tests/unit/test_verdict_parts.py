@@ -1,0 +1,66 @@
+"""The verdict's parts that need no sandbox (autograder/verdict.py, DecideGrades): which names the judge
+stubs, how the grader reads records against its own clock, and what makes a notebook undecidable."""
+import json
+import os
+import threading
+import time
+
+import pytest
+
+from autograder import verdict
+from course.plugins.autograde import DecideGrades, VerdictUnavailable, read_records
+
+
+def test_the_judge_stubs_the_callables_the_students_cells_bound_and_nothing_else():
+    import re
+
+    def helper():
+        pass
+
+    trusted = {"torch": object(), "NORMS": (list,)}
+    program = {**trusted, "re": re, "DEVICE": re.compile("cuda"), "pick_device": helper, "log": print,
+               "NORMS": (dict,), "__builtins__": {}}
+    names = verdict.student_names(program, trusted)
+    assert names == ["log", "pick_device"]  # not a module, not a value, not what the instructor bound
+    judged = verdict._judged({"torch": trusted["torch"]}, ["pick_device", "torch", "print"])
+    assert judged["torch"] is trusted["torch"] and "print" not in judged  # the instructor's and Python's stay
+    with pytest.raises(RuntimeError):
+        judged["pick_device"]()  # a stub: a sealed test calls the student's function through checks.call
+
+
+def write_later(fd, lines):
+    for pause, line in lines:
+        time.sleep(pause)
+        os.write(fd, (json.dumps(line) + "\n").encode())
+
+
+@pytest.mark.parametrize("pauses, received", [((0.0, 0.1, 0.1), 3), ((0.0, 3.0, 0.0), 1), ((3.0, 0.0, 0.0), 0)],
+                         ids=["in time", "a stopped judge", "never ready"])
+def test_the_grader_waits_for_each_record_no_longer_than_its_deadline(pauses, received):
+    """Outside the sandbox, where no student process can stop the clock: one deadline per record."""
+    reader, writer = os.pipe()
+    lines = [{"ready": True}, {"grade_id": "a", "passed": True}, {"grade_id": "b", "passed": True}]
+    thread = threading.Thread(target=write_later, args=(writer, list(zip(pauses, lines))), daemon=True)
+    thread.start()
+    started = time.monotonic()
+    read = read_records(reader, [1.0, 1.0, 1.0])
+    assert len(read) == received and time.monotonic() - started < 2.5
+    thread.join()
+    os.close(reader)
+    os.close(writer)
+
+
+def test_records_without_the_ready_line_or_with_an_instructors_error_stop_the_notebook():
+    decide = DecideGrades()
+    assert decide.records(['{"ready": true}', '{"grade_id": "t", "passed": true}']) == {"t": {"grade_id": "t", "passed": True}}
+    with pytest.raises(VerdictUnavailable):
+        decide.records(['{"grade_id": "t", "passed": true}'])  # a record before ready is no record
+    with pytest.raises(VerdictUnavailable) as stopped:
+        decide.records(['{"ready": true}', '{"instructor_error": "imports", "error": "ImportError"}'])
+    assert "imports" in str(stopped.value) and "ImportError" in str(stopped.value)
+
+
+def test_each_test_cell_may_wait_for_the_student_cells_before_it():
+    cells = [{"kind": "trusted"}, {"kind": "student"}, {"kind": "student"}, {"kind": "test"},
+             {"kind": "test"}, {"kind": "student"}, {"kind": "test"}]
+    assert DecideGrades(timeout=10, start_seconds=60).deadlines(cells) == [60, 40, 20, 30]
