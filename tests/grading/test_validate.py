@@ -36,3 +36,18 @@ def test_untouched_release_fails_validation_with_a_clear_bilingual_message(stude
     assert "VALIDATION FAILED ON" in shown and "Success!" not in shown
     # nbgrader wraps long lines, so look for the start of each language's message
     assert "not answered yet" in shown and "尚未作答" in shown
+
+
+@pytest.mark.parametrize("assignment", sorted(path.name for path in (classroom.ROOT / "source").iterdir() if path.is_dir()))
+def test_what_autograde_gives_full_marks_validate_passes(assignment, tmp_path):
+    """Issue 41: the right answers of every corpus (each `styles-k` student, whom the grading tests require
+    to keep every point under both graders) pass `nbgrader validate` too, as the student saw it."""
+    students = classroom.students_from_corpus(classroom.load_corpus(assignment))
+    for student, answers in students.items():
+        if not student.startswith("styles-"):
+            continue
+        path = tmp_path / student / f"{assignment}.ipynb"
+        path.parent.mkdir()
+        nbformat.write(classroom.solved_notebook(classroom.ROOT, assignment, answers), path)
+        shown = validate(path)
+        assert "Success! Your notebook passes all the tests." in shown, f"{student}:\n{shown[-3000:]}"
