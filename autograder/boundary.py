@@ -1,15 +1,17 @@
-"""A sealed test cell: the student's functions run in one process, the checks decide in another.
+"""A test cell, sealed: the student's functions run in one process, the checks decide in another.
 
-In the verdict (autograder/verdict.py) a sealed test cell runs twice, side by side, each time in a child
-forked from the verdict's parent, which has run no student code:
+In the verdict (autograder/verdict.py) every test cell runs twice, side by side:
 
-* the *caller* runs the cell with the student's definitions. Each `checks.call` runs the student's
-  function there and sends what it returned, as data, to the judge: tensors with their device, dtype,
-  values and autograd state, devices, dtypes, numbers, strings and containers. Then the caller goes on
-  with the cell as written;
-* the *judge* runs the same cell, where the student's functions are stubs that are never called: each
-  `checks.call` reads the caller's next result instead, rebuilt from data alone, and every check of the
-  cell runs on it. Only the judge's outcome is written to the grader.
+* the *caller*, forked from the verdict's program process (the student's notebook as it ran), runs the
+  cell with the student's namespace. Each `checks.call` runs the student's function there and sends what
+  it returned, as data, to the judge: tensors with their device, dtype, values and autograd state,
+  devices, dtypes, numbers, strings and containers. Then the caller goes on with the cell as written;
+* the *judge*, forked from the verdict's parent, which has run no student code, runs the same cell, where
+  the student's functions are stubs that are never called: each `checks.call` reads the caller's next
+  result instead, rebuilt from data alone, and every check of the cell runs on it. Only the judge's
+  outcome is written to the grader. A call that failed in the caller is the judge's own diagnostic,
+  made from its own label and the error's kind and text (`_reported`): the caller ran the cell, so no
+  text it sends is shown as it is. A tensor argument changed in place fails the call (`ChangedArgument`).
 
 So a function body can do anything in the caller (patch the checks, write a forged record, exit) and
 still decide nothing: the judge reads its result with `torch.load(weights_only=True)`, PyTorch's
@@ -22,8 +24,10 @@ What the judge cannot see it is told: whether a returned tensor is a leaf, requi
 computed from one of the call's arguments (the caller walks its autograd graph). Such a tensor is
 rebuilt connected to the same arguments, with a backward that carries no gradient; a test that needs
 the gradient itself asks for it with `checks.call(..., then=measure)`, which runs `measure(result,
-*args)` in the caller right after the student's function. A body written for it can misreport these
-facts about its own result; it cannot make a check pass on data it did not return.
+*args)` in the caller right after the student's function. These facts, and what a transfer counter
+saw (below), are measured in the student's own process: a body written to lie about them can pass the
+checks that rest on them alone, in its own test cell (README, "What a student's code can still
+misreport"); it cannot make a check of values, devices or dtypes pass on data it did not return.
 
 The arguments a student's function may change are mirrored too. After each call the caller sends the
 state of every module among the arguments (each submodule's parameters with their gradients, buffers,
