@@ -59,10 +59,25 @@ def simulated_accelerator(kind, built=None):
         "torch.accelerator.current_accelerator": current_accelerator,
         "torch.accelerator.current_device_index": lambda: 0,
     }
+    # What the real functions read in turn: a function object kept from before the simulation (a student's
+    # module-level table holding `torch.cuda.is_available`) sees the simulated machine too.
+    internals = {
+        "torch.cuda._is_compiled": lambda: built == "cuda",
+        "torch._C._cuda_getDeviceCount": lambda: count if kind == "cuda" else 0,
+        "torch._C._mps_is_available": lambda: kind == "mps",
+        "torch._C._accelerator_getAccelerator": lambda: torch.device(built) if built else None,
+        "torch._C._has_cuda": built == "cuda",
+        "torch._C._has_mps": built == "mps",
+    }
+    cached = torch.backends.mps.is_available  # functools.lru_cache: what it answered before is not the machine's
     with ExitStack() as stack:
         for target, replacement in patches.items():
             stack.enter_context(mock.patch(target, replacement))
+        for target, replacement in internals.items():
+            stack.enter_context(mock.patch(target, replacement, create=True))
         stack.enter_context(mock.patch.object(torch.version, "cuda", "13.0" if built == "cuda" else None))
+        cached.cache_clear()
+        stack.callback(cached.cache_clear)
         yield
 
 

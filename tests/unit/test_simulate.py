@@ -77,3 +77,24 @@ def test_impossible_machines_are_refused(kind, built):
     with pytest.raises(ValueError):
         with simulated_accelerator(kind, built):
             pass
+
+
+# the functions themselves, as a student's module-level table keeps them before any simulation
+KEPT = {"torch.cuda.is_available": torch.cuda.is_available, "torch.backends.mps.is_available": torch.backends.mps.is_available,
+        "torch.accelerator.is_available": torch.accelerator.is_available,
+        "torch.accelerator.current_accelerator": torch.accelerator.current_accelerator,
+        "torch.backends.cuda.is_built": torch.backends.cuda.is_built}
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=str)
+def test_a_function_kept_from_before_the_simulation_sees_it_too(machine):
+    """Issue 41: `TABLE = [torch.cuda.is_available, ...]` at module level, called later, saw the real machine."""
+    with simulated_machine(machine):
+        kept = {name: function() for name, function in KEPT.items()}
+        looked_up = {"torch.cuda.is_available": torch.cuda.is_available(),
+                     "torch.backends.mps.is_available": torch.backends.mps.is_available(),
+                     "torch.accelerator.is_available": torch.accelerator.is_available(),
+                     "torch.accelerator.current_accelerator": torch.accelerator.current_accelerator(),
+                     "torch.backends.cuda.is_built": torch.backends.cuda.is_built()}
+    assert kept == looked_up
+    assert KEPT["torch.backends.mps.is_available"]() == torch.backends.mps.is_available()  # no cached answer left
