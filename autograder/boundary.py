@@ -70,6 +70,7 @@ FILE_LIMIT = 16 * 2**20  # bytes of a file the student's function wrote at a pat
 DEPTH_LIMIT = 32  # nesting of a result's containers
 NAME_LIMIT = 40  # characters of the name of a parameter or buffer of a module the call made
 NODE_LIMIT = 100_000  # parts of one result
+NAMES_LIMIT = 10_000  # names of the student's program the judge makes stubs for
 _HEADER = struct.Struct("<Q")
 _CONTAINERS = {"list": list, "tuple": tuple, "dict": dict, "OrderedDict": OrderedDict}
 _CONSTANTS = (type(None), bool, int, float, str)
@@ -225,20 +226,30 @@ class Judge(_Side):
     def _receive(self, what) -> dict:
         from .messages import diagnostic
 
-        header = _read_exactly(self.fd, _HEADER.size)
-        if header is None:
-            raise diagnostic("verdict_call_lost", what=what)
-        (size,) = _HEADER.unpack(header)
-        data = _read_exactly(self.fd, size) if size <= FRAME_LIMIT else None
-        if data is None:
-            raise diagnostic("verdict_call_unreadable", what=what)
         try:
-            report = torch.load(io.BytesIO(data), weights_only=True, map_location=None)
-        except Exception:  # noqa: BLE001: whatever the caller wrote, it is not a result
+            report = read_frame(self.fd)
+        except ValueError:
             raise diagnostic("verdict_call_unreadable", what=what) from None
-        if not isinstance(report, dict):
-            raise diagnostic("verdict_call_unreadable", what=what)
+        if report is None:
+            raise diagnostic("verdict_call_lost", what=what)
         return report
+
+
+def read_frame(fd) -> dict | None:
+    """The caller's next frame, read as data only (`torch.load(weights_only=True)`): None when the pipe
+    ended first; ValueError when what came is not a frame of a dict."""
+    header = _read_exactly(fd, _HEADER.size)
+    if header is None:
+        return None
+    (size,) = _HEADER.unpack(header)
+    data = _read_exactly(fd, size) if size <= FRAME_LIMIT else None
+    try:
+        frame = torch.load(io.BytesIO(data), weights_only=True, map_location=None)
+    except Exception:  # noqa: BLE001: whatever the caller wrote, it is not a frame
+        raise ValueError("not a frame") from None
+    if not isinstance(frame, dict):
+        raise ValueError("not a frame")
+    return frame
 
 
 def _read_exactly(fd, size) -> bytes | None:
@@ -278,10 +289,8 @@ def _reported(what, failure) -> AssertionError:
     cause = cause if isinstance(cause, str) else ""
     if kinds and kinds[0] == "NotImplementedError" and not cause:  # the release's stub
         error = diagnostic("not_answered", what=what)
-    elif kinds:
-        error = raised(what, kinds[0], cause)
-        if error.course_key == "raised":  # nothing is shown above it: the grader's run, not the student's
-            error = diagnostic("verdict_call_raised", **error.course_fields)
+    elif kinds:  # nothing is shown above it: the grader's run, not the student's, so not "raised"
+        error = raised(what, kinds[0], cause, generic="verdict_call_raised")
     elif failure.get("key") == "tampering":  # the names of what was patched, if they are the watched ones
         fields = failure.get("fields") if isinstance(failure.get("fields"), dict) else {}
         sent = fields.get("names", {}).get("str", "") if isinstance(fields.get("names"), dict) else ""
@@ -299,17 +308,13 @@ def _reported(what, failure) -> AssertionError:
 def read_names(fd) -> list[str] | None:
     """In the judge: the first frame of the caller, the student's names; None when there is none (the
     program ended first)."""
-    from .verdict import NAMES_LIMIT
-
-    header = _read_exactly(fd, _HEADER.size)
-    if header is None:
-        return None
-    (size,) = _HEADER.unpack(header)
-    data = _read_exactly(fd, size) if size <= FRAME_LIMIT else None
     try:
-        names = torch.load(io.BytesIO(data), weights_only=True)["names"]
-    except Exception:  # noqa: BLE001: whatever the program wrote, it is not the names
+        frame = read_frame(fd)
+    except ValueError:  # whatever the program wrote, it is not the names
         return []
+    if frame is None:
+        return None
+    names = frame.get("names")
     if not isinstance(names, list):
         return []
     return [name for name in names[:NAMES_LIMIT] if isinstance(name, str) and name.isidentifier()

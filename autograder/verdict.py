@@ -36,7 +36,6 @@ import sys
 import time
 
 RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
-NAMES_LIMIT = 10_000  # names of the student's program the judge makes stubs for
 
 
 def run(cells, timeout, grader_fd, sandboxed=False):
@@ -57,23 +56,19 @@ def run(cells, timeout, grader_fd, sandboxed=False):
     _record(grader_fd, {"ready": True})
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     readers = iter(reader for reader, _ in pipes)
-    waited = 0  # the program's cells since the last test: it runs them before it can call anything
     for cell in cells:
         if cell["kind"] == "trusted":
             error = _execute(cell["source"], namespace, f"<{cell.get('grade_id', 'cell')}>")
             if error is not None:  # the instructor's own cell, in the grader's own environment
                 _record(grader_fd, {"instructor_error": str(cell.get("grade_id")), "error": error})
                 break
-        elif cell["kind"] == "student":
-            waited += 1
-        else:
+        elif cell["kind"] == "test":
             reader = next(readers)
             try:
                 os.write(start, b"g")
             except OSError:  # the program has ended: the judge reads no names, and says so
                 pass
-            result = run_test(cell, namespace, timeout * (1 + waited), reader)
-            waited = 0
+            result = run_test(cell, namespace, cell.get("timeout", timeout), reader)
             os.close(reader)
             if sandboxed:
                 _end_stragglers(spared)

@@ -77,10 +77,10 @@ def _run(what, function, args, kwargs, then):
     return result
 
 
-def raised(what, kind, text) -> AssertionError:
+def raised(what, kind, text, generic="raised") -> AssertionError:
     """The diagnostic of an error the student's code raised (its type's name `kind`, its `text`): the
-    classic mistake PyTorch's words show (KNOWN_ERRORS), else "raised", with the error's first line."""
-    key = next((key for pattern, key in KNOWN_ERRORS if pattern.search(text)), "raised")
+    classic mistake PyTorch's words show (KNOWN_ERRORS), else `generic`, with the error's first line."""
+    key = next((key for pattern, key in KNOWN_ERRORS if pattern.search(text)), generic)
     return diagnostic(key, what=what, error=f"{kind}: {text.splitlines()[0] if text else ''}")
 
 

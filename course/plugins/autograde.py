@@ -99,9 +99,7 @@ class OverwriteCellsQuietly(OverwriteCells):
         except MissingEntry:
             return False
         # the released text: what generate_assignment left of the instructor's cell (same delimiters)
-        released = NotebookNode(cell_type=source_cell.cell_type, source=source_cell.source, metadata={})
-        ClearHiddenTests(parent=self)._remove_hidden_test_region(released)
-        return cell.cell_type == source_cell.cell_type and cell.source == released.source
+        return cell.cell_type == source_cell.cell_type and cell.source == released_source(source_cell, parent=self)
 
     def report_change(self, name, attr, old, new):
         if attr == "checksum" and self._as_released:
@@ -272,22 +270,26 @@ class DecideGrades(NbGraderPreprocessor):
         configured = self.config.Execute.get("timeout") if "Execute" in self.config else None
         return int(configured or 120)
 
-    def deadlines(self, cells) -> list[float]:
-        """Seconds each record may take after the one before: the start, then each test cell's judge, which
-        first waits for the program to run the cells before it (each under its own limit), plus a margin
-        for forks and kills. Kept here, outside the sandbox, where no student process can stop the clock
-        (the verdict's parent keeps the same limits, but shares the sandbox with the student's code)."""
-        timeout, waited, deadlines = self.cell_timeout(), 0, [self.start_seconds]
+    def with_limits(self, cells) -> list[dict]:
+        """The cells, each test cell with its own limit (`timeout`) in the verdict: its judge first waits
+        for the program to run the student's cells before it, each under the cell limit."""
+        timeout, waited = self.cell_timeout(), 0
         for cell in cells:
             if cell["kind"] == "student":
                 waited += 1
             elif cell["kind"] == "test":
-                deadlines.append(timeout * (1 + waited) + 10)
-                waited = 0
-        return deadlines
+                cell["timeout"], waited = timeout * (1 + waited), 0
+        return cells
+
+    def deadlines(self, cells) -> list[float]:
+        """Seconds each record may take after the one before: the start, then each test cell's limit, plus
+        a margin for forks and kills. Kept here, outside the sandbox, where no student process can stop
+        the clock (the verdict's parent keeps the same limits, but shares the sandbox with the student's code)."""
+        return [self.start_seconds, *(cell["timeout"] + 10 for cell in cells if cell["kind"] == "test")]
 
     def verdict(self, cells) -> dict:
         """grade id → {"passed": bool, "message" or "key"}: the verdict process's records."""
+        cells = self.with_limits(cells)
         folder = tempfile.mkdtemp(prefix="course-verdict-")
         job_path = os.path.join(folder, "job.json")  # read, then removed, before any test runs
         with open(job_path, "w", encoding="utf-8") as job:

@@ -177,16 +177,24 @@ def test_a_diagnostic_is_rendered_from_checked_parts_only(fields):
     assert shows(shown, "raised")
 
 
-def test_a_field_other_than_the_tests_label_never_repeats_a_hidden_line():
-    """A string the student's code returned (expected_none's `found`), read from the test's own frame."""
+def shown_as_found(hidden_line, found):
+    """expected_none's diagnostic, rendered for a cell whose hidden part is `hidden_line`, when the string
+    the student's code returned (`found`) was read from the test's own frame."""
     from autograder.verdict import render
 
-    source = ("x = 1\n### BEGIN HIDDEN TESTS\nclass HalfMoved(nn.Module):  # a parameter here, a buffer there\n"
-              "### END HIDDEN TESTS\n")
-    line = "'class HalfMoved(nn.Module):  # a parameter here, a buffer there'"
-    shown = render({"key": "expected_none", "fields": {"what": {"str": "f(x)"}, "found": {"str": line},
-                                                       "hint": {"text": "hint_no_tensors"}}}, source, "x = 1\n")
+    source = f"x = 1\n### BEGIN HIDDEN TESTS\n{hidden_line}\n### END HIDDEN TESTS\n"
+    return render({"key": "expected_none", "fields": {"what": {"str": "f(x)"}, "found": {"str": found},
+                                                      "hint": {"text": "hint_no_tensors"}}}, source, "x = 1\n")
+
+
+def test_a_field_other_than_the_tests_label_never_repeats_a_hidden_line():
+    """A hidden line the student's code returned is not shown; the test's own label keeps its words."""
+    from autograder.verdict import render
+
+    line = "class HalfMoved(nn.Module):  # a parameter here, a buffer there"
+    shown = shown_as_found(line, f"'{line}'")
     assert "HalfMoved" not in shown and shows(shown, "expected_none")
+    source = f"x = 1\n### BEGIN HIDDEN TESTS\n{line}\n### END HIDDEN TESTS\n"
     label = render({"key": "expected_none", "fields": {"what": {"str": "nn.Module(<a parameter here, a buffer there>)"},
                                                        "found": {"str": "'x'"}, "hint": {"text": "hint_no_tensors"}}},
                    source=source)
@@ -403,13 +411,8 @@ def test_no_forged_passed_line_appears_under_a_failed_test(graded, forgery):
 
 def test_a_string_of_hidden_words_shows_as_dots_however_it_is_interleaved():
     """The caller ran the whole cell: a string it returned may carry hidden words between known ones."""
-    from autograder.verdict import render
-
-    source = ("x = 1\n### BEGIN HIDDEN TESTS\nclass Sample(namedtuple): image label source nested pairs\n"
-              "### END HIDDEN TESTS\n")
-    interleaved = "'Sample nan image label nan source nested nan pairs torch'"
-    shown = render({"key": "expected_none", "fields": {"what": {"str": "f(x)"}, "found": {"str": interleaved},
-                                                       "hint": {"text": "hint_no_tensors"}}}, source, "x = 1\n")
+    shown = shown_as_found("class Sample(namedtuple): image label source nested pairs",
+                           "'Sample nan image label nan source nested nan pairs torch'")
     assert "image" not in shown and "Sample" not in shown and shows(shown, "expected_none")
 
 

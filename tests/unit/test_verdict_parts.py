@@ -63,4 +63,5 @@ def test_records_without_the_ready_line_or_with_an_instructors_error_stop_the_no
 def test_each_test_cell_may_wait_for_the_student_cells_before_it():
     cells = [{"kind": "trusted"}, {"kind": "student"}, {"kind": "student"}, {"kind": "test"},
              {"kind": "test"}, {"kind": "student"}, {"kind": "test"}]
-    assert DecideGrades(timeout=10, start_seconds=60).deadlines(cells) == [60, 40, 20, 30]
+    decide = DecideGrades(timeout=10, start_seconds=60)
+    assert decide.deadlines(decide.with_limits(cells)) == [60, 40, 20, 30]
