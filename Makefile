@@ -26,6 +26,8 @@ if build != sys.argv[1]:
 endef
 export CHECK_BUILD
 BIN := $(CURDIR)/$(VENV)/bin
+# `make gpu-check` looks for the machine's own Python on the PATH make was started with, not on the one below
+MACHINE_PATH := $(PATH)
 export PATH := $(BIN):$(PATH)
 ASSIGNMENTS := a1_tensor_to a2_module_to a3_precision_transfers a4_several_devices
 LESSONS := $(wildcard notebooks/*.ipynb)
@@ -123,6 +125,14 @@ student-bundle: install  ## what students install, without solutions or hidden t
 
 clean:
 	rm -rf build gradebook.db submitted autograded feedback
+
+# The whole course on this machine's GPU with the PyTorch it already has (never replaced), in under 10 minutes
+# on one GPU and 16 cores (README, "CI and GPU runners"). GPU_PYTHON: the Python whose torch to use;
+# WHEELS: a folder of wheels to install the course's other dependencies from, offline.
+GPU_PYTHON ?= python3
+.PHONY: gpu-check
+gpu-check: bubblewrap  ## the course proven on this machine's GPU with its own PyTorch: one table, build/gpu-check/gpu-check.json
+	env PATH="$(MACHINE_PATH)" $(GPU_PYTHON) tests/gpu_check.py $(if $(WHEELS),--wheels "$(WHEELS)")
 
 .PHONY: mutation
 mutation: install  ## mutation testing (mutmut) of autograder/checks/ against the fast unit tests; lists surviving mutants
