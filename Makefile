@@ -100,8 +100,11 @@ lab: install  ## JupyterLab (students; instructors also reach the formgrader fro
 	$(BIN)/jupyter lab --ServerApp.port=$(PORT) --ServerApp.ip=$(IP) $(if $(filter no 0 false,$(BROWSER)),--no-browser) \
 	  $(if $(filter 0,$(shell id -u)),--allow-root)
 
+# coalesce_streams: a cell's printed lines are stored as one output however the kernel flushed them (on a
+# loaded machine a line can arrive in pieces), so re-running a notebook changes only what its cells print
 notebooks: install  ## re-run lessons and solutions top to bottom, storing their outputs
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.record_timing=False $(LESSONS) $(SOURCES)
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.record_timing=False \
+	  --ExecutePreprocessor.coalesce_streams=True $(LESSONS) $(SOURCES)
 	$(MAKE) release
 
 figures: install  ## draw the lessons' figures (notebooks/figures/fig_*.py) into SVG; tests/unit/test_figures.py compares
