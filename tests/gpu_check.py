@@ -88,6 +88,9 @@ def refusal(found: Torch | None, course: CourseTorch, python: str) -> str | None
         return message("gpu_check_torch_too_old", version=found.version, minimum=course.minimum)
     if release(found.python) < release(course.python):
         return message("gpu_check_python_too_old", version=found.python, minimum=course.python)
+    if os.environ.get("COURSE_REQUIRE_CUDA", "") not in ("", "0") and not found.gpus:
+        # a GPU job whose every check was skipped would pass on the CPU alone
+        return message("cuda_required", torch_version=found.version, cuda_version=found.cuda)
     return None
 
 

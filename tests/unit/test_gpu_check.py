@@ -65,6 +65,7 @@ def test_a_python_without_torch_is_refused(tmp_path, capsys):
                                                       ("2.11.0+cu130", "3.12.3", None),
                                                       ("2.4.0", "3.11.0", None)])
 def test_refuses_below_the_course_minimum(tmp_path, capsys, monkeypatch, version, python, refused):
+    monkeypatch.delenv("COURSE_REQUIRE_CUDA", raising=False)
     claimed = json.dumps({**gpu_check.asdict(NO_GPU), "version": version, "python": python})
     built = []
     monkeypatch.setattr(gpu_check, "build_environment", lambda *args: built.append(args) or "stopped here")
@@ -75,6 +76,15 @@ def test_refuses_below_the_course_minimum(tmp_path, capsys, monkeypatch, version
     else:
         assert built and f"torch {version}" in shown and "course pins torch 2.13.0" in shown
         assert ("is not the pinned 2.13.0" in shown) == (version != "2.13.0")
+
+
+@pytest.mark.parametrize("required", ["1", "2"])
+def test_a_gpu_job_without_a_gpu_is_refused_not_skipped_through(tmp_path, capsys, monkeypatch, required):
+    monkeypatch.setenv("COURSE_REQUIRE_CUDA", required)
+    monkeypatch.setattr(gpu_check, "build_environment", lambda *args: pytest.fail("built an environment"))
+    python = fake_python(tmp_path, json.dumps(gpu_check.asdict(NO_GPU)))
+    assert gpu_check.main(["--python", python, "--out", str(tmp_path / "out")]) == 2
+    assert "COURSE_REQUIRE_CUDA=1 is set, but CUDA is not available" in capsys.readouterr().out
 
 
 def test_the_course_is_installed_under_a_constraint_that_keeps_the_machines_torch(tmp_path):
@@ -152,6 +162,7 @@ def test_a_check_whose_precondition_fails_is_skipped_with_the_reason(tmp_path):
 
 @pytest.mark.parametrize("fails", [False, True])
 def test_one_table_and_a_json_file_and_a_contradiction_fails_the_run(tmp_path, capsys, monkeypatch, fails):
+    monkeypatch.delenv("COURSE_REQUIRE_CUDA", raising=False)
     checks = (gpu_check.Check("passes", "gpu_check_expect_nbval", python_printing("3 passed in 0.1s"),
                               needs_gpu=False, judge=gpu_check.pytest_summary),
               gpu_check.Check("needs a gpu", "gpu_check_expect_claims", python_printing("never run"),
