@@ -202,3 +202,22 @@ def test_a_wording_claim_on_another_torch_is_a_version_difference_not_a_contradi
     assert gpu_check.claims_summary(0, shown)[0] == "version"
     monkeypatch.setattr(gpu_claims, "other_version_than_the_pin", lambda: None)  # the pinned torch: a contradiction
     assert gpu_claims.main() == 1 and "CONTRADICTION" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("asked, required", [(None, "1"), ("2", "2")])
+def test_with_a_gpu_the_checks_run_with_cuda_required_in_the_course_environment(tmp_path, monkeypatch, asked, required):
+    """The GPU path, without a GPU: a torch that sees one makes every check run (none skipped), with CUDA
+    required (2 kept where the job asks for two GPUs), the CUDA build asserted and the venv's commands first."""
+    if asked is None:
+        monkeypatch.delenv("COURSE_REQUIRE_CUDA", raising=False)
+    else:
+        monkeypatch.setenv("COURSE_REQUIRE_CUDA", asked)
+    one_gpu = gpu_check.Torch(**{**gpu_check.asdict(NO_GPU), "version": "2.11.0+cu130", "cuda": "13.0", "gpus": 1})
+    env = gpu_check.environment(tmp_path / "venv", one_gpu)
+    assert env["COURSE_REQUIRE_CUDA"] == required and env["COURSE_TORCH_BUILD"] == "cuda"
+    assert env["PATH"].split(":")[0] == str(tmp_path / "venv" / "bin")
+    shows = "import os; print(os.environ['COURSE_REQUIRE_CUDA'], os.environ['COURSE_TORCH_BUILD'], '1 passed in 0.1s')"
+    check = gpu_check.Check("on the gpu", "gpu_check_expect_boundary", ("python", "-c", shows), judge=gpu_check.pytest_summary)
+    row = gpu_check.run_check(check, one_gpu, sys.executable, env, tmp_path)
+    assert (row.result, row.seen) == ("ok", "1 passed")
+    assert (tmp_path / "on-the-gpu.log").read_text().startswith(f"{required} cuda ")
