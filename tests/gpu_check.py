@@ -95,15 +95,23 @@ def refusal(found: Torch | None, course: CourseTorch, python: str) -> str | None
 
 
 # ------------------------------------------------------------------ the course's environment
-def install_command(venv: Path, found: Torch, wheels: Path | None) -> list[str]:
-    """pip installing the course, editable with its test extras, into `venv`, never another torch: a
-    constraint pins torch to the version found (which the venv sees through its .pth file). The course
-    pins Python 3.11, the machine's may be newer: its version is reported, not refused."""
-    command = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-               "--ignore-requires-python", "--constraint", str(venv / "torch-constraint.txt"), "-e", f"{ROOT}[test]"]
-    if wheels:
-        command += ["--no-index", "--find-links", str(wheels)]
-    return command
+def course_requirements(root: Path = ROOT) -> list[str]:
+    """What the course needs with its test extras, as pyproject.toml lists them."""
+    import tomllib  # Python 3.11, which refusal() has checked
+
+    project = tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["project"]
+    return [*project["dependencies"], *project["optional-dependencies"]["test"]]
+
+
+def install_commands(venv: Path, found: Torch, wheels: Path | None) -> list[list[str]]:
+    """pip, into `venv`: the course's dependencies, never another torch (a constraint pins torch to the
+    version found, which the venv sees through its .pth file), each at a version made for this Python; then
+    the course itself, editable and without dependencies, whatever Python it pins (3.11: a newer one's
+    version is reported, not refused)."""
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    index = ["--no-index", "--find-links", str(wheels)] if wheels else []
+    return [[*pip, "--constraint", str(venv / "torch-constraint.txt"), *index, *course_requirements()],
+            [*pip, "--no-deps", "--ignore-requires-python", *index, "-e", str(ROOT)]]
 
 
 def build_environment(venv: Path, found: Torch, wheels: Path | None) -> str | None:
@@ -117,8 +125,9 @@ def build_environment(venv: Path, found: Torch, wheels: Path | None) -> str | No
     # after the venv's own folder on sys.path: the course's dependencies installed here win, torch comes from there
     (Path(site) / "machine-torch.pth").write_text(found.site + "\n", "utf-8")
     (venv / "torch-constraint.txt").write_text(f"torch=={found.version}\n", "utf-8")
-    if subprocess.run(install_command(venv, found, wheels)).returncode != 0:
-        return message("gpu_check_install_failed", wheels=wheels or "-")
+    for command in install_commands(venv, found, wheels):
+        if subprocess.run(command).returncode != 0:
+            return message("gpu_check_install_failed", wheels=wheels or "-")
     seen = find_torch(str(python))
     if seen is None or (seen.version, seen.site) != (found.version, found.site):
         return message("gpu_check_torch_replaced", version=found.version, site=found.site,

@@ -88,14 +88,20 @@ def test_a_gpu_job_without_a_gpu_is_refused_not_skipped_through(tmp_path, capsys
 
 
 def test_the_course_is_installed_under_a_constraint_that_keeps_the_machines_torch(tmp_path):
+    """Its dependencies as pip resolves them for this Python, torch held to the version found; the course
+    itself without dependencies, so that its Python pin (3.11) cannot make pip pick versions for another."""
     venv = tmp_path / "venv"
-    command = gpu_check.install_command(venv, NO_GPU, None)
-    assert command[:4] == [str(venv / "bin" / "python"), "-m", "pip", "install"]
-    assert command[command.index("--constraint") + 1] == str(venv / "torch-constraint.txt")
-    assert f"{ROOT}[test]" in command and not any(part.startswith("torch") for part in command)
-    assert "--no-index" not in command
-    offline = gpu_check.install_command(venv, NO_GPU, tmp_path / "wheels")
-    assert offline[-3:] == ["--no-index", "--find-links", str(tmp_path / "wheels")]
+    dependencies, course = gpu_check.install_commands(venv, NO_GPU, None)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install"]
+    assert dependencies[:4] == course[:4] == pip
+    assert dependencies[dependencies.index("--constraint") + 1] == str(venv / "torch-constraint.txt")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    assert set(project["dependencies"] + project["optional-dependencies"]["test"]) <= set(dependencies)
+    assert "--ignore-requires-python" not in dependencies
+    assert course[-2:] == ["-e", str(ROOT)] and "--no-deps" in course and "--ignore-requires-python" in course
+    assert not any("--no-index" in command for command in (dependencies, course))
+    for offline in gpu_check.install_commands(venv, NO_GPU, tmp_path / "wheels"):
+        assert offline[offline.index("--no-index"):][:3] == ["--no-index", "--find-links", str(tmp_path / "wheels")]
 
 
 def test_without_a_gpu_every_gpu_check_says_so_and_runs_nothing(tmp_path):
