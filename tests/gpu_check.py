@@ -13,11 +13,13 @@ Without a CUDA GPU every check that needs one says "skipped: no CUDA GPU"; the r
 library and the message catalogue are imported here: this runs before the course's environment exists.
 """
 import argparse
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -145,6 +147,7 @@ class Check:
     needs_gpu: bool = True
     judge: Callable[[int, str], tuple[str, str]] | None = None  # (exit status, output) → (result, seen)
     precondition: str | None = None        # Python code printing why the check cannot run here, or nothing
+    times_the_gpu: bool = False            # runs the lessons' timing cells on the GPU: never beside another such check
 
 
 def pytest_summary(status: int, output: str) -> tuple[str, str]:
@@ -178,8 +181,8 @@ CGROUPS_PROBLEM = "from course.kernels import cgroups; print(cgroups.problem() o
 
 CHECKS = (
     Check("lessons on the GPU + claims", "gpu_check_expect_claims", ("python", "tests/gpu_claims.py"),
-          judge=claims_summary),
-    Check("nbval: lessons", "gpu_check_expect_nbval", (*PYTEST, "notebooks"), judge=pytest_summary),
+          judge=claims_summary, times_the_gpu=True),
+    Check("nbval: lessons", "gpu_check_expect_nbval", (*PYTEST, "notebooks"), judge=pytest_summary, times_the_gpu=True),
     Check("nbval: solutions", "gpu_check_expect_nbval", (*PYTEST, "source"), judge=pytest_summary),
     *(Check(f"grading: {a}", "gpu_check_expect_corpus", (*PYTEST, "tests/grading/test_grading.py", "-k", a),
             judge=pytest_summary) for a in ASSIGNMENTS),
@@ -216,6 +219,11 @@ def environment(venv: Path, found: Torch) -> dict:
     return env
 
 
+# Lessons 7, 8 and 10 time copies and matrix products on the GPU and assert what they measured (pinned
+# faster than pageable, float16 faster than float32): two runs of them at once would time each other.
+GPU_TIMINGS = threading.Lock()
+
+
 def run_check(check: Check, found: Torch, python: str, env: dict, logs: Path, timeout: float = CHECK_TIMEOUT_S) -> Row:
     expected = _both(text(check.expected))
     if check.needs_gpu and not found.gpus:
@@ -227,6 +235,11 @@ def run_check(check: Check, found: Torch, python: str, env: dict, logs: Path, ti
             return Row(check.name, expected, why, "skipped")
     log = logs / (re.sub(r"[^\w]+", "-", check.name).strip("-") + ".log")
     command = [python if part == "python" else part for part in check.command]
+    with GPU_TIMINGS if check.times_the_gpu else contextlib.nullcontext():
+        return _run(check, command, env, log, expected, timeout)
+
+
+def _run(check: Check, command: list[str], env: dict, log: Path, expected: str, timeout: float) -> Row:
     started = time.monotonic()
     with log.open("w", encoding="utf-8") as written:
         try:

@@ -227,3 +227,19 @@ def test_with_a_gpu_the_checks_run_with_cuda_required_in_the_course_environment(
     row = gpu_check.run_check(check, one_gpu, sys.executable, env, tmp_path)
     assert (row.result, row.seen) == ("ok", "1 passed")
     assert (tmp_path / "on-the-gpu.log").read_text().startswith(f"{required} cuda ")
+
+
+def test_checks_that_time_the_gpu_never_run_side_by_side_and_the_others_do(tmp_path):
+    """Lessons 7, 8 and 10 assert timings measured on the GPU: the lessons' two runs take turns, while
+    every other check runs beside them."""
+    one_gpu = gpu_check.Torch(**{**gpu_check.asdict(NO_GPU), "gpus": 1})
+    stamp = "import time; s = time.time(); time.sleep(1); print(s, time.time(), '1 passed in 1s')"
+    checks = [gpu_check.Check(name, "gpu_check_expect_nbval", ("python", "-c", stamp), judge=gpu_check.pytest_summary,
+                              times_the_gpu=timed) for name, timed in [("a", True), ("b", True), ("c", False)]]
+    rows = gpu_check.run_checks(checks, one_gpu, sys.executable, {}, tmp_path, jobs=3)
+    assert [row.result for row in rows] == ["ok"] * 3
+    spans = {row.check: [float(t) for t in (tmp_path / "logs" / f"{row.check}.log").read_text().split()[:2]] for row in rows}
+    (a_start, a_end), (b_start, b_end), (c_start, c_end) = spans["a"], spans["b"], spans["c"]
+    assert a_end <= b_start or b_end <= a_start
+    assert c_start < max(a_end, b_end) and c_end > min(a_start, b_start)
+    assert {c.name for c in gpu_check.CHECKS if c.times_the_gpu} == {"lessons on the GPU + claims", "nbval: lessons"}
