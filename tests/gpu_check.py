@@ -120,8 +120,8 @@ def build_environment(venv: Path, found: Torch, wheels: Path | None) -> str | No
     """build/gpu-check/venv with the course in it and the machine's PyTorch seen, not copied. Returns why
     it could not be built (a bilingual message), or None."""
     python = venv / "bin" / "python"
-    if not python.exists():
-        subprocess.run([found.executable, "-m", "venv", str(venv)], check=True)
+    if not python.exists() and subprocess.run([found.executable, "-m", "venv", str(venv)]).returncode != 0:
+        return message("gpu_check_venv_failed", python=found.executable)
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
     # after the venv's own folder on sys.path: the course's dependencies installed here win, torch comes from there

@@ -243,3 +243,12 @@ def test_checks_that_time_the_gpu_never_run_side_by_side_and_the_others_do(tmp_p
     assert a_end <= b_start or b_end <= a_start
     assert c_start < max(a_end, b_end) and c_end > min(a_start, b_start)
     assert {c.name for c in gpu_check.CHECKS if c.times_the_gpu} == {"lessons on the GPU + claims", "nbval: lessons"}
+
+
+def test_a_python_that_cannot_make_a_venv_is_told_what_to_install(tmp_path):
+    python = tmp_path / "python"  # prints a torch for the probe, fails `-m venv` as Debian's python3 without python3-venv
+    python.write_text('#!/bin/sh\n[ "$2" = venv ] && { echo "ensurepip is not available" >&2; exit 1; }\necho ok\n')
+    python.chmod(0o755)
+    found = gpu_check.Torch(**{**gpu_check.asdict(NO_GPU), "executable": str(python)})
+    failed = gpu_check.build_environment(tmp_path / "venv", found, None)
+    assert "apt-get install python3-venv" in failed and "无法创建" in failed
