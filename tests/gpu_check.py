@@ -140,14 +140,16 @@ def build_environment(venv: Path, found: Torch, wheels: Path | None) -> str | No
 # ------------------------------------------------------------------ the checks
 @dataclass(frozen=True)
 class Check:
-    """One command of the course's environment, run from the repository root, and what it must show."""
+    """Commands of the course's environment, run in turn from the repository root (the first failing one
+    ends the check), and what they must show."""
     name: str
     expected: str                          # message key: what holds when the course is right
-    command: tuple[str, ...]               # "python" is the course environment's interpreter
+    command: tuple[str, ...]               # "python" is the course environment's interpreter, {out} the output folder
     needs_gpu: bool = True
     judge: Callable[[int, str], tuple[str, str]] | None = None  # (exit status, output) → (result, seen)
     precondition: str | None = None        # Python code printing why the check cannot run here, or nothing
     times_the_gpu: bool = False            # runs the lessons' timing cells on the GPU: never beside another such check
+    then: tuple[tuple[str, ...], ...] = ()  # commands run after `command`, in the same way
 
 
 def pytest_summary(status: int, output: str) -> tuple[str, str]:
@@ -176,8 +178,32 @@ def claims_summary(status: int, output: str) -> tuple[str, str]:
 
 
 VERSION_ONLY = re.compile(r"[1-9]\d* differ only with the torch version")
+def corpus_summary(status: int, output: str) -> tuple[str, str]:
+    """`course report`'s count of a class graded by `nbgrader autograde`, then again after `course grade
+    --force`: ok when every mistake is caught and every right answer keeps full marks, both times."""
+    found = re.findall(r"^\w+: \d+ answers; (\d+)/(\d+) mistakes caught; (\d+)/(\d+) correct answers kept full marks\.$",
+                       output, re.M)
+    if len(found) < 2:
+        return "contradiction", f"{len(found)} of 2 reports (see its log)"
+    (caught, wrong, kept, right), after = found[0], found[-1]
+    seen = f"{caught}/{wrong} mistakes caught, {kept}/{right} right answers kept; after course grade: " + \
+           ("the same" if after == found[0] else "{}/{} caught, {}/{} kept".format(*after))
+    holds = status == 0 and after == found[0] and caught == wrong and kept == right
+    return ("ok" if holds else "contradiction"), seen
+
+
 PYTEST = ("python", "-m", "pytest", "-p", "no:cacheprovider", "-q")
 CGROUPS_PROBLEM = "from course.kernels import cgroups; print(cgroups.problem() or '')"
+
+
+def course_grade(assignment: str) -> Check:
+    """The demo class graded in the sandbox by `nbgrader autograde` (`course report`), then again by
+    `course grade --force`, the corpus's outcomes read back after each."""
+    report = ("python", "-m", "course.cli", "report", "--root", f"{{out}}/classes/{assignment}", "--assignment", assignment)
+    return Check(f"course grade: {assignment}", "gpu_check_expect_course_grade", report, judge=corpus_summary,
+                 then=(("python", "-m", "course.cli", "grade", assignment, "--root", f"{{out}}/classes/{assignment}",
+                        "--force", "--jobs", str(max(2, (os.cpu_count() or 1) // 4))), (*report, "--reuse")))
+
 
 CHECKS = (
     Check("lessons on the GPU + claims", "gpu_check_expect_claims", ("python", "tests/gpu_claims.py"),
@@ -186,8 +212,7 @@ CHECKS = (
     Check("nbval: solutions", "gpu_check_expect_nbval", (*PYTEST, "source"), judge=pytest_summary),
     *(Check(f"grading: {a}", "gpu_check_expect_corpus", (*PYTEST, "tests/grading/test_grading.py", "-k", a),
             judge=pytest_summary) for a in ASSIGNMENTS),
-    Check("grading: course grade", "gpu_check_expect_course_grade", (*PYTEST, "tests/grading/test_parallel.py"),
-          judge=pytest_summary),
+    *(course_grade(a) for a in ASSIGNMENTS),
     Check("boundary and checks with cuda", "gpu_check_expect_boundary",
           (*PYTEST, "tests/unit/test_boundary.py", "tests/unit/test_checks.py"), judge=pytest_summary),
     Check("a kernel bounded as a whole", "gpu_check_expect_bounded",
@@ -234,19 +259,24 @@ def run_check(check: Check, found: Torch, python: str, env: dict, logs: Path, ti
         if why:
             return Row(check.name, expected, why, "skipped")
     log = logs / (re.sub(r"[^\w]+", "-", check.name).strip("-") + ".log")
-    command = [python if part == "python" else part for part in check.command]
+    commands = [[python if part == "python" else part.format(out=logs.parent) for part in command]
+                for command in (check.command, *check.then)]
     with GPU_TIMINGS if check.times_the_gpu else contextlib.nullcontext():
-        return _run(check, command, env, log, expected, timeout)
+        return _run(check, commands, env, log, expected, timeout)
 
 
-def _run(check: Check, command: list[str], env: dict, log: Path, expected: str, timeout: float) -> Row:
+def _run(check: Check, commands: list[list[str]], env: dict, log: Path, expected: str, timeout: float) -> Row:
     started = time.monotonic()
+    status = 0
     with log.open("w", encoding="utf-8") as written:
-        try:
-            status = subprocess.run(command, cwd=ROOT, env=env, stdout=written, stderr=subprocess.STDOUT,
-                                    timeout=timeout).returncode
-        except subprocess.TimeoutExpired:
-            status = None
+        for command in commands:
+            try:
+                status = subprocess.run(command, cwd=ROOT, env=env, stdout=written, stderr=subprocess.STDOUT,
+                                        timeout=max(1, timeout - (time.monotonic() - started))).returncode
+            except subprocess.TimeoutExpired:
+                status = None
+            if status != 0:
+                break
     seconds = round(time.monotonic() - started, 1)
     if status is None:
         return Row(check.name, expected, f"timed out after {timeout} s", "contradiction", seconds, str(log))

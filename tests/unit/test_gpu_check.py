@@ -118,7 +118,12 @@ def test_every_check_the_issue_lists_is_there_and_every_path_it_runs_exists():
     assert any("tests/gpu_claims.py" in c for c in commands)
     assert any(c.endswith(" notebooks") for c in commands) and any(c.endswith(" source") for c in commands)
     assert all(any(f"test_grading.py -k {a}" in c for c in commands) for a in gpu_check.ASSIGNMENTS)
-    assert any("test_parallel.py" in c for c in commands) and any("test_boundary.py" in c for c in commands)
+    assert any("test_boundary.py" in c for c in commands)
+    graded = {c.name: c for c in gpu_check.CHECKS if c.name.startswith("course grade: ")}
+    for a in gpu_check.ASSIGNMENTS:
+        report, grade, again = [" ".join(command) for command in (graded[f"course grade: {a}"].command, *graded[f"course grade: {a}"].then)]
+        assert f"course.cli report --root {{out}}/classes/{a} --assignment {a}" in report and again == f"{report} --reuse"
+        assert f"course.cli grade {a} --root {{out}}/classes/{a} --force --jobs" in grade
     for command in commands:
         for path in re.findall(r"(?:tests|notebooks|source)[\w/.]*", command):
             assert (ROOT / path).exists(), path
@@ -252,3 +257,30 @@ def test_a_python_that_cannot_make_a_venv_is_told_what_to_install(tmp_path):
     found = gpu_check.Torch(**{**gpu_check.asdict(NO_GPU), "executable": str(python)})
     failed = gpu_check.build_environment(tmp_path / "venv", found, None)
     assert "apt-get install python3-venv" in failed and "无法创建" in failed
+
+
+REPORT = "{a}: 52 answers; {caught}/40 mistakes caught; {kept}/10 correct answers kept full marks."
+
+
+@pytest.mark.parametrize("before, after, status, result", [
+    ((40, 10), (40, 10), 0, "ok"),
+    ((39, 10), (39, 10), 0, "contradiction"),   # a mistake got points
+    ((40, 9), (40, 9), 0, "contradiction"),     # a right answer lost some
+    ((40, 10), (38, 10), 0, "contradiction"),   # course grade graded otherwise than nbgrader autograde
+    ((40, 10), None, 1, "contradiction"),       # course grade failed: no second report
+])
+def test_course_grade_reads_the_corpus_outcomes_before_and_after(before, after, status, result):
+    output = REPORT.format(a="a2_module_to", caught=before[0], kept=before[1]) + "\nGrades: …\n"
+    if after:
+        output += REPORT.format(a="a2_module_to", caught=after[0], kept=after[1]) + "\n"
+    assert gpu_check.corpus_summary(status, output)[0] == result
+
+
+def test_a_checks_commands_run_in_turn_in_the_output_folder_until_one_fails(tmp_path):
+    write = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text('x'); print(sys.argv[1])"
+    check = gpu_check.Check("steps", "gpu_check_expect_course_grade", ("python", "-c", write, "{out}/first"),
+                            needs_gpu=False, judge=gpu_check.pytest_summary,
+                            then=(("python", "-c", "import sys; sys.exit(3)"), ("python", "-c", write, "{out}/never")))
+    (tmp_path / "logs").mkdir()
+    row = gpu_check.run_check(check, NO_GPU, sys.executable, {}, tmp_path / "logs")
+    assert (tmp_path / "first").exists() and not (tmp_path / "never").exists() and row.result == "contradiction"
