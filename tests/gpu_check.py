@@ -7,7 +7,8 @@ a `.pth` file and installs under a constraint pinning it to the version found, f
 offline, from a wheel folder (`--wheels`). Then the checks below run side by side, each in a process of its
 own with its log in build/gpu-check/logs/, and the script prints one table (check, expected, seen) and writes
 build/gpu-check/gpu-check.json. It exits 1 on any contradiction, 2 when it cannot start (no PyTorch, one older
-than the course's minimum, a Python older than the course's, an environment that would replace PyTorch).
+than the course's minimum, a Python older than the course's, COURSE_REQUIRE_CUDA set on a machine without a
+CUDA GPU, an environment that could not be built or would replace PyTorch).
 
 Without a CUDA GPU every check that needs one says "skipped: no CUDA GPU"; the rest run. Only the standard
 library and the message catalogue are imported here: this runs before the course's environment exists.
@@ -178,6 +179,8 @@ def claims_summary(status: int, output: str) -> tuple[str, str]:
 
 
 VERSION_ONLY = re.compile(r"[1-9]\d* differ only with the torch version")
+
+
 def corpus_summary(status: int, output: str) -> tuple[str, str]:
     """`course report`'s count of a class graded by `nbgrader autograde`, then again after `course grade
     --force`: ok when every mistake is caught and every right answer keeps full marks, both times."""
