@@ -37,8 +37,8 @@ CHECK_TIMEOUT_S = 900  # one check; the whole run is meant to take under 10 minu
 
 
 # ------------------------------------------------------------------ the machine's PyTorch
-PROBE = """import json, os, sys, torch
-print(json.dumps({"version": torch.__version__, "cuda": torch.version.cuda,
+PROBE = """import importlib.metadata, json, os, sys, torch
+print(json.dumps({"version": torch.__version__, "distribution": importlib.metadata.version("torch"), "cuda": torch.version.cuda,
                   "gpus": torch.cuda.device_count() if torch.cuda.is_available() else 0,
                   "site": os.path.dirname(os.path.dirname(torch.__file__)),
                   "python": ".".join(map(str, sys.version_info[:3])), "executable": sys.executable}))"""
@@ -48,6 +48,7 @@ print(json.dumps({"version": torch.__version__, "cuda": torch.version.cuda,
 class Torch:
     """The PyTorch a Python interpreter imports, and what it sees of this machine."""
     version: str
+    distribution: str  # the version pip knows it by: PyPI's CUDA wheel is 2.13.0 where torch.__version__ says 2.13.0+cu130
     cuda: str | None   # the CUDA version it was built for; None: the CPU build
     gpus: int          # CUDA GPUs it can use now
     site: str          # the folder that holds the `torch` package
@@ -127,7 +128,7 @@ def build_environment(venv: Path, found: Torch, wheels: Path | None) -> str | No
                           capture_output=True, text=True, check=True).stdout.strip()
     # after the venv's own folder on sys.path: the course's dependencies installed here win, torch comes from there
     (Path(site) / "machine-torch.pth").write_text(found.site + "\n", "utf-8")
-    (venv / "torch-constraint.txt").write_text(f"torch=={found.version}\n", "utf-8")
+    (venv / "torch-constraint.txt").write_text(f"torch=={found.distribution}\n", "utf-8")
     for command in install_commands(venv, found, wheels):
         if subprocess.run(command).returncode != 0:
             return message("gpu_check_install_failed", wheels=wheels or "-")

@@ -4,6 +4,7 @@ check on a machine without one, and reports one table and a JSON file, failing o
 import json
 import re
 import stat
+import subprocess
 import sys
 import tomllib
 
@@ -16,7 +17,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import gpu_check  # noqa: E402
 import gpu_claims  # noqa: E402
 
-NO_GPU = gpu_check.Torch(version="2.13.0+cpu", cuda=None, gpus=0, site="/somewhere", python="3.11.9",
+NO_GPU = gpu_check.Torch(version="2.13.0+cpu", distribution="2.13.0+cpu", cuda=None, gpus=0, site="/somewhere", python="3.11.9",
                          executable=sys.executable)
 
 
@@ -31,8 +32,11 @@ def fake_python(tmp_path, prints: str | None):
 
 
 def test_finds_the_torch_of_the_python_it_is_given():
+    import importlib.metadata
+
     found = gpu_check.find_torch(sys.executable)
     assert found.version == torch.__version__ and found.cuda == torch.version.cuda
+    assert found.distribution == importlib.metadata.version("torch")  # what pip's constraint must name
     assert found.gpus == (torch.cuda.device_count() if torch.cuda.is_available() else 0)
     assert (gpu_check.Path(found.site) / "torch" / "__init__.py").exists()
 
@@ -248,6 +252,22 @@ def test_checks_that_time_the_gpu_never_run_side_by_side_and_the_others_do(tmp_p
     assert a_end <= b_start or b_end <= a_start
     assert c_start < max(a_end, b_end) and c_end > min(a_start, b_start)
     assert {c.name for c in gpu_check.CHECKS if c.times_the_gpu} == {"lessons on the GPU + claims", "nbval: lessons"}
+
+
+def test_the_constraint_names_the_version_pip_knows_the_machines_torch_by(tmp_path, monkeypatch):
+    """PyPI's CUDA wheel installs as torch 2.13.0 while torch.__version__ says 2.13.0+cu130: a constraint on
+    the latter matches nothing installed, and pip gives up (seen with this project's .venv-cuda)."""
+    cuda_wheel = gpu_check.Torch(**{**gpu_check.asdict(NO_GPU), "version": "2.13.0+cu130", "distribution": "2.13.0",
+                                    "cuda": "13.0"})
+    python = tmp_path / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.symlink_to(sys.executable)
+    ran = []
+    monkeypatch.setattr(gpu_check.subprocess, "run", lambda command, **kwargs: ran.append(command) or
+                        subprocess.CompletedProcess(command, 1, stdout=str(tmp_path), stderr=""))
+    gpu_check.build_environment(tmp_path / "venv", cuda_wheel, None)
+    assert (tmp_path / "venv" / "torch-constraint.txt").read_text() == "torch==2.13.0\n"
+    assert (tmp_path / "machine-torch.pth").read_text() == cuda_wheel.site + "\n"
 
 
 def test_a_python_that_cannot_make_a_venv_is_told_what_to_install(tmp_path):
