@@ -121,9 +121,12 @@ def install_commands(venv: Path, found: Torch, wheels: Path | None) -> list[list
 def build_environment(venv: Path, found: Torch, wheels: Path | None) -> str | None:
     """build/gpu-check/venv with the course in it and the machine's PyTorch seen, not copied. Returns why
     it could not be built (a bilingual message), or None."""
-    python = venv / "bin" / "python"
-    if not python.exists() and subprocess.run([found.executable, "-m", "venv", str(venv)]).returncode != 0:
-        return message("gpu_check_venv_failed", python=found.executable)
+    python, made_by = venv / "bin" / "python", venv / "made-by.txt"
+    if not (python.exists() and made_by.exists() and made_by.read_text("utf-8") == found.executable):
+        # made anew for another machine Python: its own version's packages, never the last one's
+        if subprocess.run([found.executable, "-m", "venv", "--clear", str(venv)]).returncode != 0:
+            return message("gpu_check_venv_failed", python=found.executable)
+        made_by.write_text(found.executable, "utf-8")
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
     # after the venv's own folder on sys.path: the course's dependencies installed here win, torch comes from there

@@ -262,6 +262,7 @@ def test_the_constraint_names_the_version_pip_knows_the_machines_torch_by(tmp_pa
     python = tmp_path / "venv" / "bin" / "python"
     python.parent.mkdir(parents=True)
     python.symlink_to(sys.executable)
+    (tmp_path / "venv" / "made-by.txt").write_text(cuda_wheel.executable)  # made before, by this machine's Python
     ran = []
     monkeypatch.setattr(gpu_check.subprocess, "run", lambda command, **kwargs: ran.append(command) or
                         subprocess.CompletedProcess(command, 1, stdout=str(tmp_path), stderr=""))
@@ -304,3 +305,16 @@ def test_a_checks_commands_run_in_turn_in_the_output_folder_until_one_fails(tmp_
     (tmp_path / "logs").mkdir()
     row = gpu_check.run_check(check, NO_GPU, sys.executable, {}, tmp_path / "logs")
     assert (tmp_path / "first").exists() and not (tmp_path / "never").exists() and row.result == "contradiction"
+
+
+def test_an_environment_made_by_another_machine_python_is_made_anew(tmp_path):
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    (venv / "made-by.txt").write_text("/usr/bin/python3.11")
+    python = tmp_path / "python3.12"  # records how it was asked to make the venv, then fails
+    python.write_text(f'#!/bin/sh\necho "$@" > {tmp_path / "asked"}\nexit 1\n')
+    python.chmod(0o755)
+    found = gpu_check.Torch(**{**gpu_check.asdict(NO_GPU), "executable": str(python), "python": "3.12.3"})
+    assert "python3-venv" in gpu_check.build_environment(venv, found, None)
+    assert (tmp_path / "asked").read_text().split() == ["-m", "venv", "--clear", str(venv)]
