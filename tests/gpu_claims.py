@@ -320,22 +320,33 @@ def bf16_native_from_ampere():
     return holds, f"capability {capability}, native bf16: {native}, autocast produced {produced}"
 
 
-@claim("10 · `binary_cross_entropy` is refused under CUDA autocast",
-       "binary_cross_entropy raises RuntimeError under float16 CUDA autocast; the logits version gives float32", wording=True)
-def bce_refused_under_cuda_autocast():
+def bce_under_cuda_autocast():
+    """binary_cross_entropy's error under float16 CUDA autocast ("no error" if none), and the logits version's dtype."""
     scores, labels = torch.randn(8, 1, device="cuda"), torch.randint(0, 2, (8, 1), device="cuda").float()
     with torch.autocast("cuda", dtype=torch.float16):
         refused = error_of(lambda: nn.functional.binary_cross_entropy(torch.sigmoid(scores), labels))
         with_logits = nn.functional.binary_cross_entropy_with_logits(scores, labels).dtype
-    holds = "unsafe to autocast" in refused and with_logits == torch.float32
+    return refused, with_logits
+
+
+@claim("10 · `binary_cross_entropy` is refused under CUDA autocast",
+       "binary_cross_entropy raises RuntimeError under float16 CUDA autocast; the logits version gives float32")
+def bce_refused_under_cuda_autocast():
+    refused, with_logits = bce_under_cuda_autocast()
+    holds = refused != "no error" and with_logits == torch.float32
     return holds, f"binary_cross_entropy: {refused.splitlines()[0]}; with logits: {with_logits}"
 
 
-@claim("10 · Casting a model for 16-bit inference",
-       "a float32 LayerNorm refuses a float16 input on CUDA (\"expected scalar type Half but found Float\"), "
-       "and so does GroupNorm; a float32 BatchNorm1d accepts it; with float32 fed in and float16 handed back by "
-       "hooks, the lesson's cast model runs", wording=True)
-def float32_norms_refuse_16_bit_inputs_on_cuda():
+@claim("10 · `binary_cross_entropy` is refused under CUDA autocast",
+       "its error says binary_cross_entropy is 'unsafe to autocast'", wording=True)
+def bce_refusal_wording():
+    refused, _ = bce_under_cuda_autocast()
+    return "unsafe to autocast" in refused, refused.splitlines()[0]
+
+
+def norms_under_16_bit_inputs_on_cuda():
+    """The errors of a float32 LayerNorm and GroupNorm fed float16 on CUDA, the dtype a float32 BatchNorm1d
+    returns, and what lesson 10's hooked model returns."""
     x = torch.randn(4, 8, device="cuda", dtype=torch.float16)
     refused = [error_of(lambda: norm.cuda()(x)) for norm in (nn.LayerNorm(8), nn.GroupNorm(2, 8))]
     batch_norm = nn.BatchNorm1d(8).cuda().eval()(x).dtype
@@ -347,11 +358,24 @@ def float32_norms_refuse_16_bit_inputs_on_cuda():
         else:
             for p in module.parameters(recurse=False):
                 p.data = p.data.to(torch.float16)
-    output = net(torch.randn(3, 4, device="cuda", dtype=torch.float16)).dtype
-    holds = "expected scalar type Half but found Float" in refused[0] and refused[1] != "no error" and \
-        batch_norm == torch.float16 and output == torch.float16
+    return refused, batch_norm, net(torch.randn(3, 4, device="cuda", dtype=torch.float16)).dtype
+
+
+@claim("10 · Casting a model for 16-bit inference",
+       "a float32 LayerNorm refuses a float16 input on CUDA, and so does GroupNorm; a float32 BatchNorm1d accepts "
+       "it; with float32 fed in and float16 handed back by hooks, the lesson's cast model runs")
+def float32_norms_refuse_16_bit_inputs_on_cuda():
+    refused, batch_norm, output = norms_under_16_bit_inputs_on_cuda()
+    holds = "no error" not in refused and batch_norm == torch.float16 and output == torch.float16
     return holds, f"LayerNorm, GroupNorm: {[r.splitlines()[0] for r in refused]}; " \
                   f"BatchNorm1d: {batch_norm}; the recipe's model: {output}"
+
+
+@claim("10 · Casting a model for 16-bit inference",
+       "LayerNorm's refusal reads \"expected scalar type Half but found Float\"", wording=True)
+def layer_norm_refusal_wording():
+    [layer_norm, _], _, _ = norms_under_16_bit_inputs_on_cuda()
+    return "expected scalar type Half but found Float" in layer_norm, layer_norm.splitlines()[0]
 
 
 # ------------------------------------------------------------------ lesson 1 · which GPUs a process sees
@@ -601,15 +625,16 @@ def main() -> int:
             print(f"  skipped: needs {item.needs}, not on this machine / 跳过：需要 {item.needs}")
             skipped += 1
             continue
+        worded = item.wording
         try:
             holds, seen = item.check()
-        except Exception as error:  # a claim that crashes is a contradiction too
-            holds, seen = False, f"{type(error).__name__}: {error}"
+        except Exception as error:  # a claim that crashes is a contradiction too, whatever it compares
+            holds, seen, worded = False, f"{type(error).__name__}: {error}", False
         checked += 1
         print(f"  saw:  {seen}")
         if holds:
             print("  ok")
-        elif item.wording and pin:
+        elif worded and pin:
             differ += 1
             print(f"  differs only with the torch version: torch {torch.__version__} words it otherwise than {pin} / "
                   f"只因 torch 版本不同而不同：torch {torch.__version__} 的措辞与 {pin} 不同")

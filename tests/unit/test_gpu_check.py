@@ -217,6 +217,18 @@ def test_a_wording_claim_on_another_torch_is_a_version_difference_not_a_contradi
     assert gpu_check.claims_summary(0, shown)[0] == "version"
     monkeypatch.setattr(gpu_claims, "other_version_than_the_pin", lambda: None)  # the pinned torch: a contradiction
     assert gpu_claims.main() == 1 and "CONTRADICTION" in capsys.readouterr().out
+    crashing = gpu_claims.Claim("0 · test", "PyTorch's words", "cuda-build", lambda: 1 / 0, wording=True)
+    monkeypatch.setattr(gpu_claims, "CLAIMS", [crashing])
+    monkeypatch.setattr(gpu_claims, "other_version_than_the_pin", lambda: "2.13.0")
+    assert gpu_claims.main() == 1 and "CONTRADICTION" in capsys.readouterr().out  # a crash is never wording
+
+
+def test_a_wording_claim_compares_nothing_but_wording():
+    """Another torch may word an error otherwise, and only that is forgiven: each claim marked `wording`
+    judges one message, the behaviour around it has a claim of its own."""
+    worded = {c.check.__name__ for c in gpu_claims.CLAIMS if c.wording}
+    assert worded == {"bce_refusal_wording", "layer_norm_refusal_wording", "linear_mismatch_message",
+                      "elementwise_mismatch_message"}
 
 
 @pytest.mark.parametrize("asked, required", [(None, "1"), ("2", "2")])
