@@ -20,6 +20,7 @@ from traitlets import Bool, Integer
 
 from autograder.messages import message, printable
 
+from ..authoring.monolingual import source_to_traditional
 from ..kernels import forkserver, sandbox
 from ..kernels.manager import GradingKernelManager
 
@@ -73,6 +74,29 @@ class ForgetUnknownCells(NbGraderPreprocessor):
             self.log.warning("Cell %d claims unknown grade id %r: graded as an ordinary cell",
                              index, printable(claimed.get("grade_id"), 100))
             del cell.metadata["nbgrader"]
+        return cell, resources
+
+
+class ViewedAsReleased(NbGraderPreprocessor):
+    """A tracked cell as a 繁體 view shows it (`course view --lang zh-hant`) is the released cell: its 简体 text is put
+    back before OverwriteCells and SaveAutoGrades compare anything. So a written answer left as viewed is unanswered
+    (0 points, as in the bilingual notebook), a test or prose cell as viewed is no tamper, and a 繁體 view grades
+    exactly as the bilingual notebook. A cell the student changed keeps its text. Runs before OverwriteCells.
+    """
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gradebook:
+            notebook = gradebook.find_notebook(info["notebook"], info["assignment"])
+            self.released = {cell.name: (cell.cell_type, released_source(cell, parent=self))
+                             for cell in notebook.source_cells}
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, index):
+        cell_type, released = self.released.get(cell.metadata.get("nbgrader", {}).get("grade_id"), (None, None))
+        if cell.cell_type == cell_type and cell.source != released:
+            if cell.source == source_to_traditional(cell_type, released):
+                cell.source = released
         return cell, resources
 
 
@@ -449,10 +473,12 @@ def sanitize_pipeline() -> list:
     """nbgrader's sanitize preprocessors for autograde (the submission before anything runs), with cells of
     malformed nbgrader metadata or unknown grade ids made ordinary cells, and OverwriteCells that does not
     warn about test cells left as released (their hidden tests make the checksum differ), so that a warning
-    in the log means a test cell was really changed."""
+    in the log means a test cell was really changed; before it, the cells of a 繁體 view made the released ones
+    again (ViewedAsReleased)."""
     pipeline = _nbgrader_default("sanitize_preprocessors")
     pipeline.insert(pipeline.index(DeduplicateIds), f"{__name__}.DropMalformedMetadata")
     pipeline.insert(pipeline.index(OverwriteCells), f"{__name__}.ForgetUnknownCells")
+    pipeline.insert(pipeline.index(OverwriteCells), f"{__name__}.ViewedAsReleased")
     pipeline[pipeline.index(OverwriteCells)] = f"{__name__}.OverwriteCellsQuietly"
     return pipeline
 
