@@ -21,11 +21,15 @@ from importlib import resources
 from pathlib import Path
 
 import nbformat
+from nbformat.v4 import new_markdown_cell
 from nbgrader.utils import compute_checksum
+
+from autograder.messages import catalogue
 
 from .glossary import terms
 
 LANGUAGES = {"en": "lang-en", "zh": "lang-zh", "zh-hant": "lang-zh"}
+NOTE, NOTE_TAG = "view_traditional_messages", "view-note"  # the first cell of a 繁體 view
 TEXT_OUTPUTS = {"text/plain", "text/markdown", "text/html", "text/latex"}
 # Private-use characters: OpenCC leaves them alone, and no course text contains them.
 OPEN, CLOSE = "\ue000", "\ue001"
@@ -127,6 +131,8 @@ def monolingual(notebook, lang: str):
             if lang == "zh-hant":
                 cell_to_traditional(cell)
             cells.append(cell)
+    if lang == "zh-hant":  # the messages a check prints are 简体 unless the student asks for 繁體
+        cells.insert(0, new_markdown_cell(catalogue()[NOTE]["zh-hant"], metadata={"tags": [NOTE_TAG]}))
     view.cells = cells
     view.metadata["language"] = lang
     return view

@@ -88,6 +88,8 @@ def test_tensor_cores_are_hardware_not_tensors():
     ("报告为可能的数据竞态条件", "数据竞态 → 数据竞争"),   # the standard term for a data race (issue 46, T-3)
     ("先去缩放、再裁剪", "去缩放 → 取消缩放"),           # one word for unscale (issue 46, T-2)
     ("知道梯度已经还原", "已经还原 → 取消缩放"),
+    ("第一次 `optimizer.step()` 恰好在 Adam 调用 `.item()` 的地方失败",   # exactly where, not by chance
+     "恰好在 Adam 调用 `.item()` 的地方 → 当且仅当……时 / 正是在……的地方（exactly when/where: a rule, not a coincidence）"),
 ])
 def test_wrong_variants_and_calques_are_caught(wrong, found):
     assert wrong_words(wrong) == [found]

@@ -138,6 +138,16 @@ def test_traditional_view_converts_the_cells_nbgrader_tracks_and_their_checksums
     assert all(c.metadata.nbgrader.checksum == compute_checksum(c) for c in tracked if "checksum" in c.metadata.nbgrader)
 
 
+def test_traditional_view_opens_with_how_to_get_traditional_messages():
+    from autograder.messages import catalogue
+
+    original = nbformat.read(LESSON, as_version=4)
+    first = monolingual(original, "zh-hant").cells[0]
+    assert first.source == catalogue()["view_traditional_messages"]["zh-hant"] and "COURSE_CHINESE=zh-hant" in first.source
+    assert "nbgrader" not in first.metadata  # an ordinary cell: nothing to grade
+    assert not any("view-note" in c.metadata.get("tags", []) for lang in ("en", "zh") for c in monolingual(original, lang).cells)
+
+
 def test_traditional_view_converts_stored_outputs():
     original = nbformat.read(ROOT / "notebooks" / "07_transfers_performance.ipynb", as_version=4)
     simplified = "".join(o.get("text", "") for c in original.cells for o in c.get("outputs", []))
