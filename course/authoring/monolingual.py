@@ -97,6 +97,7 @@ def opencc_with_terms(text: str) -> tuple[str, list[tuple[int, int]]]:
     return "".join(pieces), protected
 
 
+SVG_TEXT = re.compile(r"(?<=>)[^<>]+(?=<)")  # the character data between two tags
 CHINESE = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef“”‘’]")
 
 
@@ -207,7 +208,15 @@ def write_views(paths, lang: str, out: Path) -> list[Path]:
         if figures.is_dir():  # the lessons show `figures/*.svg` by relative path: keep them beside the copy
             shutil.copytree(figures, target.parent / "figures", dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+            if lang == "zh-hant":  # their labels are English and 简体
+                for svg in (target.parent / "figures").glob("*.svg"):
+                    svg.write_text(svg_to_traditional(svg.read_text("utf-8")), "utf-8")
     return written
+
+
+def svg_to_traditional(svg: str) -> str:
+    """An SVG's Chinese text in 繁體 (the figures keep their labels as text: notebooks/figures/draw.py)."""
+    return SVG_TEXT.sub(lambda m: to_traditional(m.group()) if CHINESE.search(m.group()) else m.group(), svg)
 
 
 if __name__ == "__main__":  # `make messages`: messages.json's zh-hant forms, again after any edit of a zh

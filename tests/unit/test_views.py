@@ -257,6 +257,10 @@ def test_course_view_writes_copies(tmp_path):
     shown = re.findall(r"\]\((figures/[^)]+\.svg)\)", written.read_text("utf-8"))
     assert shown, "lesson 3 shows figures / 第 3 课展示图"
     assert all((written.parent / figure).is_file() for figure in shown), "the copy's figures are beside it"
+    for figure in shown:  # their labels in 繁體, the rest of the drawing as drawn
+        svg, drawn = (written.parent / figure).read_text("utf-8"), (LESSON.parent / figure).read_text("utf-8")
+        assert CJK.search(svg) and not SIMPLIFIED_ONLY & set(svg), figure
+        assert re.sub(r">[^<]*<", "><", svg) == re.sub(r">[^<]*<", "><", drawn), figure
     view = nbformat.read(written, as_version=4)
     assert answers_to_prompts(view) and not any(cell.outputs for cell in answers_to_prompts(view)), (
         "no answer printed under a prompt / 提问下方不显示答案")
