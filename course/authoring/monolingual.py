@@ -145,14 +145,17 @@ def source_to_traditional(cell_type: str, source: str) -> str:
 
 
 def cell_to_traditional(cell) -> None:
-    """`cell` in 繁體: its text and its stored outputs. A cell nbgrader tracks gets the checksum of its new text, so
-    that `nbgrader validate` finds it as released; the grader puts the 简体 text back before it compares anything
+    """`cell` in 繁體: its text and its stored outputs. A tracked cell still as released gets the checksum of its
+    new text, so that `nbgrader validate` finds it as released (a cell the student changed keeps the released
+    checksum: an answer stays an answer); the grader puts the 简体 text back before it compares anything
     (course/plugins/autograde.py, ViewedAsReleased), so a 繁體 view grades as the bilingual notebook does."""
+    tracked = cell.metadata.get("nbgrader", {})
+    as_released = "checksum" in tracked and tracked["checksum"] == compute_checksum(cell)
     cell.source = source_to_traditional(cell.cell_type, cell.source)
     for output in cell.get("outputs", []):
         output_to_traditional(output)
-    if "checksum" in cell.metadata.get("nbgrader", {}):
-        cell.metadata.nbgrader.checksum = compute_checksum(cell)
+    if as_released:
+        tracked["checksum"] = compute_checksum(cell)
 
 
 def output_to_traditional(output) -> None:

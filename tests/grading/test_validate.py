@@ -29,6 +29,17 @@ def test_release_filled_with_the_solution_validates(student_folder):
     assert "Success! Your notebook passes all the tests." in validate(path)
 
 
+def test_a_solved_notebook_viewed_in_traditional_chinese_validates(student_folder):
+    """The 繁體 view converts the text of tracked cells and gives them the checksum of their new text, so that
+    validate does not take the test cells for changed ones."""
+    from course.authoring.monolingual import monolingual
+
+    path = student_folder / f"{ASSIGNMENT}.ipynb"
+    nbformat.write(monolingual(classroom.solved_notebook(classroom.ROOT, ASSIGNMENT), "zh-hant"), path)
+    shown = validate(path)
+    assert "Success! Your notebook passes all the tests." in shown and "CHANGED" not in shown, shown[-3000:]
+
+
 def test_untouched_release_fails_validation_with_a_clear_bilingual_message(student_folder):
     path = student_folder / f"{ASSIGNMENT}.ipynb"
     path.write_bytes(classroom.notebook_path(classroom.ROOT, "release", ASSIGNMENT).read_bytes())
