@@ -30,8 +30,9 @@ def test_release_filled_with_the_solution_validates(student_folder):
 
 
 def test_a_solved_notebook_viewed_in_traditional_chinese_validates(student_folder):
-    """The 繁體 view converts the text of tracked cells and gives them the checksum of their new text, so that
-    validate does not take the test cells for changed ones."""
+    """The 繁體 view converts the text of tracked cells; a cell still as released gets the checksum of its new text
+    (validate does not take the test cells for changed ones), an answered one keeps the released checksum
+    (validate still sees the answer)."""
     from course.authoring.monolingual import monolingual
 
     path = student_folder / f"{ASSIGNMENT}.ipynb"
