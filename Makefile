@@ -45,7 +45,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 test: install browser bubblewrap proxy postgresql slurm  ## the whole suite: unit tests, grading pipeline, browser test, nbval over lessons and solutions
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest --durations=30 $(PYTEST_ARGS)
 
 test-fast: install  ## the unit tests alone (tests/unit/, marked unit): each part on its own, no class graded, in under 2 minutes
 	$(BIN)/pytest tests/unit
