@@ -10,8 +10,11 @@ The submission runs in processes of their own, which can write nothing but data 
   own pipes) runs the whole notebook as the student's kernel ran it, every cell in order in an IPython
   shell, the instructor's cells and the student's, magics, module-level calls, loggers and patterns
   included; test cells aside. It runs no test: when the parent reaches a test cell, the program forks
-* a *caller* from its state at that cell. The caller runs the test cell with the student's namespace;
-  each `checks.call` there runs the student's function and sends what it returned, as data, to
+* a *caller* from its state at that cell. The caller runs the test cell with the student's namespace,
+  where the exercises judged before this one are the instructor's solutions (so that an answer that calls
+  an earlier one is judged on its own; the parent reads them only after the program is forked, and sends
+  each caller those of the earlier exercises alone); each `checks.call` there runs the student's function
+  and sends what it returned, as data, to
 * the *judge*, forked by the parent from the instructor's cells alone: it runs the same test cell, where
   the student's functions are stubs that are never called; each `checks.call` reads the caller's next
   result instead, rebuilt from data (autograder/boundary.py), and every check runs on it. The judge's
@@ -32,15 +35,19 @@ import os
 import re
 import select
 import signal
+import struct
 import sys
 import time
 
 RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
+_LENGTH = struct.Struct("<I")  # of the solutions that follow a test cell's "g" to the program
 
 
-def run(cells, timeout, grader_fd, sandboxed=False):
+def run(cells, timeout, grader_fd, sandboxed=False, solutions=None):
     """Run the cells (see the module docstring); a JSON line on `grader_fd` first when the parent is ready
-    (its own imports done), then one per test cell, or one naming the instructor's cell that failed here."""
+    (its own imports done), then one per test cell, or one naming the instructor's cell that failed here.
+    `solutions`: a descriptor to read, once the program runs apart, the instructor's solutions that each
+    test cell's caller binds (DecideGrades.references); they never were in the program's memory."""
     tests = [cell for cell in cells if cell["kind"] == "test"]
     pipes = [os.pipe() for _ in tests]  # caller k → judge k
     go, start = os.pipe()  # the parent → the program: fork the caller of the next test cell
@@ -51,8 +58,10 @@ def run(cells, timeout, grader_fd, sandboxed=False):
         _program(cells, [writer for _, writer in pipes], go, timeout)  # never returns
     spared.add(program)
     os.close(go)
+    os.set_blocking(start, False)  # a program that stopped reading holds back only its own callers
     for _, writer in pipes:
         os.close(writer)
+    references = _read_solutions(solutions)
     _record(grader_fd, {"ready": True})
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     readers = iter(reader for reader, _ in pipes)
@@ -64,9 +73,10 @@ def run(cells, timeout, grader_fd, sandboxed=False):
                 break
         elif cell["kind"] == "test":
             reader = next(readers)
+            solved = json.dumps(references.get(cell["grade_id"], [])).encode()
             try:
-                os.write(start, b"g")
-            except OSError:  # the program has ended: the judge reads no names, and says so
+                os.write(start, b"g" + _LENGTH.pack(len(solved)) + solved)
+            except OSError:  # the program has ended or stopped reading: the judge reads no names, and says so
                 pass
             result = run_test(cell, namespace, cell.get("timeout", timeout), reader)
             os.close(reader)
@@ -120,13 +130,14 @@ def _program(cells, writers, go, timeout):
             if cell["kind"] == "test":
                 if os.read(go, 1) != b"g":
                     break
+                solutions = json.loads(_read_exactly(go, _LENGTH.unpack(_read_exactly(go, _LENGTH.size))[0]))
                 if caller is not None:
                     _kill(caller)
                 writer = next(callers)
                 names = student_names(shell.user_ns, bound)
                 caller = _fork()
                 if caller == 0:
-                    _caller(cell, shell.user_ns, writer, names)  # never returns
+                    _caller(cell, shell.user_ns, writer, names, solutions)  # never returns
                 os.close(writer)
                 continue
             before = dict(shell.user_ns)
@@ -193,20 +204,58 @@ def student_names(namespace, bound) -> list[str]:
                   and bound.get(name, _MISSING) is not value)
 
 
-def _caller(cell, namespace, writer, names):
+def _caller(cell, namespace, writer, names, solutions=()):
     """In a caller forked from the program: the test cell runs with the student's namespace, and each
-    call of a student's function sends its result to the judge on `writer`. Never returns."""
+    call of a student's function sends its result to the judge on `writer`. The exercises judged before
+    this one are the instructor's solutions here (`solutions`), so that a student's function that calls
+    one of them is judged on its own. Never returns."""
     try:
         _only_descriptors([writer])
         from . import boundary
         from .checks import core
 
+        names = sorted({*names, *_bind_solutions(namespace, solutions)})
         students = [namespace[name] for name in names]
         core.boundary = boundary.Recorder(writer, students)
         core.boundary.send_names(names)
         _test(cell, dict(namespace))
     finally:
         os._exit(0)
+
+
+def _bind_solutions(namespace, solutions) -> list[str]:
+    """Bind the names each solution defines in `namespace` to the solution's own; the names bound. The
+    solutions run in a copy of the namespace, in order, so that one may call an earlier one; one that fails
+    here (the student's program changed what it needs) leaves the student's own."""
+    scope, bound = dict(namespace), []
+    for solution in solutions:
+        try:
+            exec(compile(solution["source"], "<solution>", "exec", dont_inherit=True), scope)
+        except Exception:  # noqa: BLE001: the student's own stay
+            continue
+        for name in solution["names"]:
+            if name in scope:
+                namespace[name] = scope[name]
+                bound.append(name)
+    return bound
+
+
+def _read_solutions(fd) -> dict:
+    """test cell's grade id → the solutions its caller binds, read from `fd` (None: none)."""
+    if fd is None:
+        return {}
+    with open(fd, encoding="utf-8") as file:
+        return json.load(file)
+
+
+def _read_exactly(fd, size) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return data
 
 
 def _only_descriptors(kept):
@@ -506,6 +555,7 @@ def main():
     with open(job_path, encoding="utf-8") as file:
         job = json.load(file)
     os.unlink(job_path)
+    solutions = _opened_and_removed(os.path.join(os.path.dirname(job_path), "references.json"))
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # is_available() does not start CUDA before a fork
     _not_dumpable()
     from .kernel import limit_resources, own_session_keyring
@@ -515,7 +565,18 @@ def main():
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # what the instructor's cells print goes nowhere; records go to grader_fd
         os.dup2(null, fd)
-    run(job["cells"], job["timeout"], grader_fd, sandboxed=job.get("sandboxed", False))
+    run(job["cells"], job["timeout"], grader_fd, sandboxed=job.get("sandboxed", False), solutions=solutions)
+
+
+def _opened_and_removed(path) -> int | None:
+    """A descriptor of the file, whose path is gone: read only after the program is forked (which closes
+    it), so that nothing of it is in the program's memory, and no process finds it by its path."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    os.unlink(path)
+    return fd
 
 
 if __name__ == "__main__":

@@ -72,6 +72,70 @@ def test_a_right_answer_in_ordinary_python_keeps_its_points(answer):
     assert decided(answer)["double0"]["passed"] is True
 
 
+# ------------------------------------------------------------------ each exercise judged on its own
+
+HALF_TEST = ("from autograder import checks\nx = torch.arange(4.0)\n"
+             "checks.assert_values(checks.call('half(x)', half, x), x / 2, 'half(x)')")
+QUARTER_TEST = ("from autograder import checks\nx = torch.arange(4.0)\n"
+                "checks.assert_values(checks.call('quarter(x)', quarter, x), x / 4, 'quarter(x)')")
+HALF_SOLUTION = "def half(x):\n    # the instructor's: SOLUTION-MARKER\n    return x / 2"
+
+
+def two_exercises(half, quarter="def quarter(x):\n    return half(half(x))") -> dict:
+    """Records of a notebook of two exercises where the second's answer calls the first's, graded with
+    the instructor's solution of the first as DecideGrades reads it from the source notebook."""
+    cells = [{"kind": "trusted", "source": "import torch", "grade_id": "imports"},
+             {"kind": "student", "source": half, "grade_id": "half"},
+             {"kind": "test", "source": HALF_TEST, "grade_id": "test_half", "visible": HALF_TEST},
+             {"kind": "student", "source": quarter, "grade_id": "quarter"},
+             {"kind": "test", "source": QUARTER_TEST, "grade_id": "test_quarter", "visible": QUARTER_TEST}]
+    solutions = {"test_half": [], "test_quarter": [{"source": HALF_SOLUTION, "names": ["half"]}]}
+    return DecideGrades().verdict(cells, solutions)
+
+
+def test_a_wrong_answer_costs_only_its_own_exercise_when_a_later_answer_calls_it():
+    records = two_exercises("def half(x):\n    return x - 1")
+    assert (records["test_half"]["passed"], records["test_quarter"]["passed"]) == (False, True)
+
+
+def test_a_later_answer_still_fails_on_its_own_mistake_with_the_earlier_solution():
+    records = two_exercises("def half(x):\n    return x / 2", quarter="def quarter(x):\n    return half(x)")
+    assert (records["test_half"]["passed"], records["test_quarter"]["passed"]) == (True, False)
+
+
+# A program that looks for the instructor's solution where an attacker would (every object the garbage
+# collector tracks, every string of the process's own memory), and answers with it if found.
+FINDS_THE_SOLUTION = """import ctypes, gc, re
+FOUND_IN = re.compile(rb"SOLUTION-MARKE(?=R)")  # so that this cell's own text is not found
+def _found():
+    for value in gc.get_objects():
+        try:
+            if FOUND_IN.search(repr(value)[:100_000].encode()):
+                return True
+        except Exception:
+            pass
+    with open("/proc/self/maps") as maps:
+        regions = [line.split() for line in maps]
+    for region in regions:
+        if "rw" in region[1] and (len(region) < 6 or region[5].startswith("[")):
+            start, end = (int(v, 16) for v in region[0].split("-"))
+            try:
+                if FOUND_IN.search(ctypes.string_at(start, end - start)):
+                    return True
+            except Exception:
+                pass
+    return False
+FOUND = _found()
+def half(x):
+    return x / 2 if FOUND else x - 1
+"""
+
+
+def test_an_exercises_solution_is_nowhere_in_the_students_program_before_its_points_are_decided():
+    records = two_exercises(FINDS_THE_SOLUTION)
+    assert records["test_half"]["passed"] is False
+
+
 # Wrong answers (`double` returns x) whose definitions run code as Python defines them: each tries to
 # write a passing record on every descriptor it can reach, or to change what the checks compute.
 FORGE = ("import os\nfor fd in range(3, 200):\n    try:\n"
