@@ -62,6 +62,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None):
     for _, writer in pipes:
         os.close(writer)
     references = _read_solutions(solutions)
+    own = [cell["source"] for cell in cells if cell["kind"] == "student"]  # what a diagnostic may quote
     _record(grader_fd, {"ready": True})
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     readers = iter(reader for reader, _ in pipes)
@@ -78,7 +79,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None):
                 os.write(start, b"g" + _LENGTH.pack(len(solved)) + solved)
             except OSError:  # the program has ended or stopped reading: the judge reads no names, and says so
                 pass
-            result = run_test(cell, namespace, cell.get("timeout", timeout), reader)
+            result = run_test(cell, namespace, cell.get("timeout", timeout), reader, own)
             os.close(reader)
             if sandboxed:
                 _end_stragglers(spared)
@@ -283,7 +284,7 @@ def _judged(namespace, names) -> dict:
     return judged
 
 
-def run_test(cell, namespace, timeout, calls) -> dict:
+def run_test(cell, namespace, timeout, calls, own=()) -> dict:
     """One test cell's judge, forked; its result, or why it has none (died, timed out). It reads the
     student's names, then each call's result, from its caller on `calls`."""
     reader, writer = os.pipe()
@@ -311,7 +312,7 @@ def run_test(cell, namespace, timeout, calls) -> dict:
         result = json.loads(received)
         if result["passed"] is True:
             return {"passed": True}
-        return {"passed": False, "message": render(result, cell["source"], cell.get("visible")), **diagnosis(result)}
+        return {"passed": False, "message": render(result, cell["source"], cell.get("visible"), own), **diagnosis(result)}
     except (ValueError, KeyError, TypeError, AttributeError):
         return {"passed": False, "key": "kernel_died"}  # it ended without a result: a crash, a limit
 
@@ -420,10 +421,11 @@ FIELD_LIMIT = 240  # characters of one field
 HIDDEN_RUN = 4
 
 
-def render(result, source, visible=None) -> str:
+def render(result, source, visible=None, own=()) -> str:
     """The bilingual text of a test's failure, built here from the parts that passed their check.
     `visible`: the cell as released (DecideGrades removes the hidden tests with nbgrader's own
-    delimiters); None: the cell has no hidden part."""
+    delimiters); None: the cell has no hidden part. `own`: the student's cells, whose lines and words an
+    error the student's code raised may show."""
     from .messages import catalogue, message, text
 
     key, fields = result.get("key"), result.get("fields") or {}
@@ -434,10 +436,15 @@ def render(result, source, visible=None) -> str:
     # words of the cell as released may show (hidden-only words, however interleaved, become "…").
     labels, words = _words(source), _words(source if visible is None else visible)
     hidden = _hidden_runs(source, visible)
-    shown = {}
+    shown, written = {}, Written(own)
     for name, typed in fields.items():
-        if isinstance(name, str) and name.isidentifier() and isinstance(typed, dict) and len(typed) == 1:
-            shown[name] = _field(name, *typed.items(), labels if name == "what" else words, text, hidden)
+        if name == "lines" and isinstance(typed, dict) and isinstance(typed.get("str"), str):
+            line = written.first_line(typed["str"].splitlines())
+            if line is not None:  # where the student's code raised, a line the student wrote
+                shown["line"] = line
+                key = "verdict_call_raised_at" if key == "verdict_call_raised" else key
+        elif isinstance(name, str) and name.isidentifier() and isinstance(typed, dict) and len(typed) == 1:
+            shown[name] = _field(name, *typed.items(), labels if name == "what" else words, text, hidden, written)
     try:
         return message(key, **shown)
     except (KeyError, IndexError, ValueError, AttributeError):
@@ -457,7 +464,34 @@ def diagnosis(result) -> dict:
     return {"key": key, **({"hint": hint} if isinstance(hint, str) and hint in catalogue() else {})}
 
 
-def _field(name, item, words, text, hidden=frozenset()):
+class Written:
+    """What the student wrote in their cells: a diagnostic may quote it back to them, since no text of a
+    hidden test is in it (a caller's text that is not in it is not the student's own)."""
+
+    WORDS_LIMIT = 24  # words of an error's message the grader quotes
+
+    def __init__(self, sources=()):
+        text = "\n".join(sources)
+        self.lines = {line.strip() for line in text.splitlines() if line.strip()}
+        self.words = set(re.findall(r"\w+", text))
+
+    def first_line(self, lines) -> str | None:
+        return next((line for line in lines if line.strip() in self.lines), None)
+
+    def message(self, text, visible_words, hidden) -> str | None:
+        """The error's first line if each word of it is the student's, the released test's or a device,
+        dtype or number the student wrote; None otherwise."""
+        first = text.splitlines()[0].strip() if text else ""
+        found = re.findall(r"\w+", first)
+        if not first or len(found) > self.WORDS_LIMIT or _runs(first) & hidden:
+            return None
+        if all(w in self.words or (not w.isdigit() and (w in visible_words or DEVICE.fullmatch(w)))
+               for w in found):
+            return first
+        return None
+
+
+def _field(name, item, words, text, hidden=frozenset(), written=Written()):
     kind, value = item
     if kind == "text" and isinstance(value, str) and value:
         try:
@@ -478,7 +512,10 @@ def _field(name, item, words, text, hidden=frozenset()):
         if not _known_error_type(kind_name):
             kind_name = "Exception"
         known = _known_error(rest)
-        return f"{kind_name}: {known} …" if known else kind_name
+        if known:
+            return f"{kind_name}: {known} …"
+        own = written.message(rest, words, hidden)
+        return f"{kind_name}: {own}" if own else kind_name
     if kind == "str" and isinstance(value, str) and len(value) <= FIELD_LIMIT:
         pieces = re.split(r"([\w.]+)", value)  # separators and words, alternately
         if all(SEPARATORS.fullmatch(p) for p in pieces[0::2]) and all(_known(w, words) for w in pieces[1::2]) \

@@ -72,6 +72,15 @@ def test_a_right_answer_in_ordinary_python_keeps_its_points(answer):
     assert decided(answer)["double0"]["passed"] is True
 
 
+def test_an_error_the_students_function_raised_in_the_grader_shows_its_message_and_line():
+    answer = ("def double(x):\n    if x.requires_grad:\n        return 2 * x\n"
+              "    raise TypeError('double wants a tensor that requires grad')")
+    record = decided(answer)["double0"]
+    assert record["passed"] is False and record["key"] == "verdict_call_raised"
+    assert "TypeError: double wants a tensor that requires grad" in record["message"]
+    assert "raise TypeError('double wants a tensor that requires grad')" in record["message"]
+
+
 # ------------------------------------------------------------------ each exercise judged on its own
 
 HALF_TEST = ("from autograder import checks\nx = torch.arange(4.0)\n"

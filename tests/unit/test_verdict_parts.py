@@ -91,3 +91,44 @@ def test_each_test_cell_gets_the_solutions_of_the_exercises_judged_before_it_and
     assert references["test_half"] == []  # its own exercise stays the student's
     assert references["test_quarter"] == [{"source": half, "names": ["half"]}]
     assert references["test_quarter_again"] == references["test_quarter"]  # a second test of one exercise
+
+
+# ------------------------------------------------------------------ an error the student's code raised
+
+OWN = ["import torch\n\ndef double(x):\n    if x.dtype != torch.float32:\n"
+       "        raise ValueError(f'double needs float32, got {x.dtype}')\n    return 2 * x"]
+RAISE_LINE = "raise ValueError(f'double needs float32, got {x.dtype}')"
+HIDDEN_TEST = ("x = torch.ones(3)\n### BEGIN HIDDEN TESTS\nfor secret_dtype in [torch.float64]:\n"
+               "    checks.call('double(x)', double, x.to(secret_dtype))\n### END HIDDEN TESTS\n")
+
+
+def raised_in_grader(error, lines):
+    return verdict.render({"key": "verdict_call_raised",
+                           "fields": {"what": {"str": "double(x)"}, "error": {"str": error}, "lines": {"str": lines}}},
+                          HIDDEN_TEST, "x = torch.ones(3)\n", OWN)
+
+
+def test_an_error_the_students_code_raised_shows_its_message_and_the_students_line():
+    from autograder.messages import shows
+
+    shown = raised_in_grader("ValueError: double needs float32, got torch.float64",
+                             f"{RAISE_LINE}\nchecks.call('double(x)', double, x.to(secret_dtype))")
+    assert shows(shown, "verdict_call_raised_at")
+    assert "ValueError: double needs float32, got torch.float64" in shown and RAISE_LINE in shown
+
+
+@pytest.mark.parametrize("error, lines", [
+    ("ValueError: secret_dtype", RAISE_LINE),  # a word of the hidden test only
+    ("ValueError: double needs float32, got 64", RAISE_LINE),  # a number the student never wrote
+    ("ValueError: " + " ".join(["double"] * 30), RAISE_LINE),  # longer than a message the grader quotes
+], ids=["hidden-word", "unwritten-number", "too-long"])
+def test_a_message_with_words_the_student_did_not_write_shows_only_its_type(error, lines):
+    shown = raised_in_grader(error, lines)
+    assert "ValueError" in shown and error.partition(": ")[2] not in shown and "secret" not in shown
+
+
+def test_a_line_the_student_did_not_write_is_not_quoted():
+    from autograder.messages import shows
+
+    shown = raised_in_grader("ValueError: double", "for secret_dtype in [torch.float64]:")
+    assert shows(shown, "verdict_call_raised") and "secret_dtype" not in shown
