@@ -113,7 +113,7 @@ def test_an_error_the_students_code_raised_shows_its_message_and_the_students_li
 
     shown = raised_in_grader("ValueError: double needs float32, got torch.float64",
                              f"{RAISE_LINE}\nchecks.call('double(x)', double, x.to(secret_dtype))")
-    assert shows(shown, "verdict_call_raised_at")
+    assert shows(shown, "verdict_call_raised_at") and "line of yours" in shown
     assert "ValueError: double needs float32, got torch.float64" in shown and RAISE_LINE in shown
 
 
@@ -131,4 +131,4 @@ def test_a_line_the_student_did_not_write_is_not_quoted():
     from autograder.messages import shows
 
     shown = raised_in_grader("ValueError: double", "for secret_dtype in [torch.float64]:")
-    assert shows(shown, "verdict_call_raised") and "secret_dtype" not in shown
+    assert shows(shown, "verdict_call_raised") and "secret_dtype" not in shown and "line of yours" not in shown
