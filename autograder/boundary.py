@@ -141,12 +141,12 @@ class Recorder(_Side):
             try:
                 result = run(what, function, args, kwargs, then)
             except AssertionError as failure:  # the call's diagnostic (not answered, raised, ...)
-                from .verdict import _typed
+                from .messages import typed_field
 
                 fields = getattr(failure, "course_fields", None) or {}
                 cause = failure.__cause__
                 report["failed"] = {"key": str(getattr(failure, "course_key", "verdict_failed")),
-                                    "fields": {str(k): _typed(v) for k, v in fields.items()},
+                                    "fields": {str(k): typed_field(v) for k, v in fields.items()},
                                     "kinds": [t.__name__ for t in type(cause).__mro__] if cause is not None else [],
                                     "cause": str(cause)[:CAUSE_LIMIT] if cause is not None else "",
                                     "lines": _traceback_lines(cause)}

@@ -372,6 +372,8 @@ def _judge(cell, namespace, writer, calls):
 
 def _test(cell, namespace) -> dict:
     """Run the test; a failure comes back as its message key and typed fields, never as text."""
+    from .messages import typed_field
+
     try:
         exec(compile(cell["source"], f"<test {cell['grade_id']}>", "exec", dont_inherit=True), namespace)
     except AssertionError as failure:  # a check's (messages.diagnostic), or a bare `assert` of a test
@@ -379,31 +381,12 @@ def _test(cell, namespace) -> dict:
         if not isinstance(fields, dict):
             return {"passed": False, "key": "verdict_failed"}
         return {"passed": False, "key": getattr(failure, "course_key", "verdict_failed"),
-                "fields": {name: _typed(value) for name, value in fields.items()}}
+                "fields": {name: typed_field(value) for name, value in fields.items()}}
     except NameError as error:
         return {"passed": False, "key": "verdict_not_defined", "fields": {"name": {"str": getattr(error, "name", None) or ""}}}
     except BaseException as error:  # noqa: BLE001: SystemExit, KeyboardInterrupt, a test's own error
         return {"passed": False, "key": "verdict_raised", "fields": {"error": {"str": type(error).__name__}}}
     return {"passed": True}
-
-
-def _typed(value) -> dict:
-    """A diagnostic's field as a typed value the parent can check (see `render`)."""
-    import torch
-
-    from .messages import Bilingual, fixed_texts
-
-    if isinstance(value, Bilingual):
-        return {"text": fixed_texts().get(value.en, "")}
-    if isinstance(value, torch.device):
-        return {"device": str(value)}
-    if isinstance(value, torch.dtype):
-        return {"dtype": str(value)}
-    if isinstance(value, (bool, int, float)):
-        return {"number": value}
-    if isinstance(value, (tuple, list, torch.Size)) and all(type(v) is int for v in value):
-        return {"shape": list(value)}
-    return {"str": str(value)[:400]}
 
 
 # What a diagnostic may carry from the test's child, whose process the student's code shares: the grader
