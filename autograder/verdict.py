@@ -29,6 +29,7 @@ call's diagnostic is the judge's own, from its own label (`what`), and an error 
 raised is shown by its type and the words of PyTorch's known errors only (README, "Threat model").
 """
 import builtins
+import contextlib
 import ctypes
 import json
 import os
@@ -39,6 +40,12 @@ import struct
 import sys
 import time
 
+from .simulate import Machine, simulated_accelerator, simulated_machine
+
+# The machine the student's cells run on in the program, whatever the grader's: the CUDA build on a machine
+# without a GPU, what most students have. A value computed at definition time (`ON_GPU =
+# torch.cuda.is_available()`) is then the same on a GPU grader and a CPU one, so both give the same points.
+STUDENTS_MACHINE = Machine(present=None, built="cuda")
 RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
 _LENGTH = struct.Struct("<I")  # of the solutions that follow a test cell's "g" to the program
 
@@ -123,6 +130,8 @@ def _program(cells, writers, go, timeout):
 
         shell, bound = _shell(), {}
         integrity.start_grading()  # what the kernel checks after every cell, this shell checks too
+        definitions = contextlib.ExitStack()  # the student's cells run on the students' usual machine
+        definitions.enter_context(simulated_machine(STUDENTS_MACHINE))
         bound.update(shell.user_ns)
         callers = iter(writers)
         caller = None
@@ -138,6 +147,7 @@ def _program(cells, writers, go, timeout):
                 names = student_names(shell.user_ns, bound)
                 caller = _fork()
                 if caller == 0:
+                    definitions.close()  # the test runs on the grader's machine, simulating one per call
                     _caller(cell, shell.user_ns, writer, names, solutions)  # never returns
                 os.close(writer)
                 continue
@@ -585,7 +595,8 @@ def main():
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # what the instructor's cells print goes nowhere; records go to grader_fd
         os.dup2(null, fd)
-    run(job["cells"], job["timeout"], grader_fd, sandboxed=job.get("sandboxed", False), solutions=solutions)
+    with simulated_accelerator(job["grader_machine"]) if job.get("grader_machine") else contextlib.nullcontext():
+        run(job["cells"], job["timeout"], grader_fd, sandboxed=job.get("sandboxed", False), solutions=solutions)
 
 
 def _opened_and_removed(path) -> int | None:

@@ -20,7 +20,7 @@ from nbgrader.converters import Autograde
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import (ClearHiddenTests, ClearSolutions, DeduplicateIds, Execute, NbGraderPreprocessor, OverwriteCells,
                                      SaveAutoGrades)
-from traitlets import Bool, Integer
+from traitlets import Bool, Enum, Integer
 
 from autograder.messages import message, printable
 
@@ -251,6 +251,9 @@ class DecideGrades(NbGraderPreprocessor):
     fork_server = Bool(True, help="Fork the verdict process from a warm fork server (torch imported once "
                                   "per grading process) rather than start a new one").tag(config=True)
     start_seconds = Integer(60, help="Seconds the verdict may take to start (before it runs any cell)").tag(config=True)
+    grader_machine = Enum(["cuda", "mps"], None, allow_none=True,
+                          help="Grade as a grader with this accelerator would, simulated (autograder/simulate.py): "
+                               "how the tests show that a GPU grader and a CPU one give the same points").tag(config=True)
 
     def preprocess(self, nb, resources):
         cells = [verdict_cell(cell, parent=self) for cell in nb.cells if cell.cell_type == "code"]
@@ -312,7 +315,8 @@ class DecideGrades(NbGraderPreprocessor):
         job_path = os.path.join(folder, "job.json")  # read, then removed, before any test runs
         with open(job_path, "w", encoding="utf-8") as job:
             json.dump({"cells": cells, "timeout": self.cell_timeout(), "memory_bytes": self.memory_bytes,
-                       "cpu_seconds": self.cpu_seconds, "sandboxed": sandbox.enabled(self.config)}, job)
+                       "cpu_seconds": self.cpu_seconds, "sandboxed": sandbox.enabled(self.config),
+                       "grader_machine": self.grader_machine}, job)
         with open(references_path(job_path), "w", encoding="utf-8") as file:
             json.dump(references or {}, file)
         reader, writer = os.pipe()

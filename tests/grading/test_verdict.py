@@ -81,6 +81,25 @@ def test_an_error_the_students_function_raised_in_the_grader_shows_its_message_a
     assert "raise TypeError('double wants a tensor that requires grad')" in record["message"]
 
 
+# Answers that ask whether CUDA is there, at definition time or when called: a grader with CUDA (simulated)
+# and one without give each the same points. The student's cells run on the students' usual machine (the
+# CUDA build without a GPU) in the verdict, whatever the grader's, so a value computed at definition time
+# does not follow the grader.
+AVAILABILITY = {
+    "flag-at-definition": ("ON_GPU = torch.cuda.is_available()\ndef double(x):\n"
+                           "    return (2 * x).to('cuda' if ON_GPU else x.device)", True),
+    "device-at-definition": ("DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+                             "def double(x):\n    return (2 * x.to(DEVICE)).to(x.device)", True),
+    "moves-when-called": ("def double(x):\n    return (2 * x).to('cuda') if torch.cuda.is_available() else x", False),
+}
+
+
+@pytest.mark.parametrize("answer, right", AVAILABILITY.values(), ids=AVAILABILITY.keys())
+def test_a_grader_with_cuda_and_one_without_give_the_same_points(answer, right):
+    on_cpu, on_gpu = decided(answer)["double0"], decided(answer, grader_machine="cuda")["double0"]
+    assert on_cpu["passed"] is on_gpu["passed"] is right
+
+
 # ------------------------------------------------------------------ each exercise judged on its own
 
 HALF_TEST = ("from autograder import checks\nx = torch.arange(4.0)\n"
