@@ -31,6 +31,10 @@ class Machine:
 MACHINES = (Machine(None, None), Machine(None, "cuda"), Machine("cuda", "cuda"), Machine("mps", "mps"))
 
 
+# the real one (a simulation replaces it, and one simulation may run inside another)
+_MPS_IS_AVAILABLE = torch.backends.mps.is_available
+
+
 @contextmanager
 def simulated_accelerator(kind, built=None):
     """Inside, `kind` ("cuda", "mps" or None for none) is the machine's only usable accelerator, and
@@ -69,7 +73,7 @@ def simulated_accelerator(kind, built=None):
         "torch._C._has_cuda": built == "cuda",
         "torch._C._has_mps": built == "mps",
     }
-    cached = torch.backends.mps.is_available  # functools.lru_cache: what it answered before is not the machine's
+    cached = _MPS_IS_AVAILABLE  # functools.lru_cache: what it answered before is not the machine's
     with ExitStack() as stack:
         for target, replacement in patches.items():
             stack.enter_context(mock.patch(target, replacement))

@@ -1,4 +1,5 @@
 """nbgrader preprocessors for grading untrusted submissions (configured in nbgrader_config.py)."""
+import ast
 import json
 import os
 import select
@@ -8,15 +9,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
+import nbformat
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.converters import Autograde
-from nbgrader.preprocessors import (ClearHiddenTests, DeduplicateIds, Execute, NbGraderPreprocessor, OverwriteCells,
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import (ClearHiddenTests, ClearSolutions, DeduplicateIds, Execute, NbGraderPreprocessor, OverwriteCells,
                                      SaveAutoGrades)
-from traitlets import Bool, Integer
+from traitlets import Bool, Enum, Integer
 
 from autograder.messages import message, printable
 
@@ -271,12 +275,15 @@ class DecideGrades(NbGraderPreprocessor):
     fork_server = Bool(True, help="Fork the verdict process from a warm fork server (torch imported once "
                                   "per grading process) rather than start a new one").tag(config=True)
     start_seconds = Integer(60, help="Seconds the verdict may take to start (before it runs any cell)").tag(config=True)
+    grader_machine = Enum(["cuda", "mps"], None, allow_none=True,
+                          help="Grade as a grader with this accelerator would, simulated (autograder/simulate.py): "
+                               "how the tests show that a GPU grader and a CPU one give the same points").tag(config=True)
 
     def preprocess(self, nb, resources):
         cells = [verdict_cell(cell, parent=self) for cell in nb.cells if cell.cell_type == "code"]
         tests = sum(cell["kind"] == "test" for cell in cells)
         started = time.monotonic()
-        records = self.verdict(cells) if tests else {}
+        records = self.verdict(cells, self.references(resources)) if tests else {}
         self.log.info("Verdict of %d test cells in %.1f s", tests, time.monotonic() - started)
         for cell in nb.cells:
             if is_test_cell(cell):
@@ -311,14 +318,31 @@ class DecideGrades(NbGraderPreprocessor):
         the clock (the verdict's parent keeps the same limits, but shares the sandbox with the student's code)."""
         return [self.start_seconds, *(cell["timeout"] + 10 for cell in cells if cell["kind"] == "test")]
 
-    def verdict(self, cells) -> dict:
-        """grade id → {"passed": bool, "message" or "key"}: the verdict process's records."""
+    def references(self, resources) -> dict:
+        """test cell's grade id → the instructor's solutions of the exercises judged before it (see
+        `earlier_solutions`), from the assignment's source notebook; {} where there is none."""
+        info = resources.get("nbgrader", {})
+        if "assignment" not in info or "notebook" not in info:
+            return {}
+        folders = CourseDirectory(config=self.config)
+        path = Path(folders.format_path(folders.source_directory, ".", info["assignment"])) / f"{info['notebook']}.ipynb"
+        if not path.is_file():
+            self.log.warning("No source notebook at %s: each exercise is graded with the student's earlier ones", path)
+            return {}
+        return earlier_solutions(nbformat.read(path, as_version=4), parent=self)
+
+    def verdict(self, cells, references=None) -> dict:
+        """grade id → {"passed": bool, "message" or "key"}: the verdict process's records. `references`:
+        what `references` returns, given to the verdict apart from the cells (autograder/verdict.py)."""
         cells = self.with_limits(cells)
         folder = tempfile.mkdtemp(prefix="course-verdict-")
         job_path = os.path.join(folder, "job.json")  # read, then removed, before any test runs
         with open(job_path, "w", encoding="utf-8") as job:
             json.dump({"cells": cells, "timeout": self.cell_timeout(), "memory_bytes": self.memory_bytes,
-                       "cpu_seconds": self.cpu_seconds, "sandboxed": sandbox.enabled(self.config)}, job)
+                       "cpu_seconds": self.cpu_seconds, "sandboxed": sandbox.enabled(self.config),
+                       "grader_machine": self.grader_machine}, job)
+        with open(references_path(job_path), "w", encoding="utf-8") as file:
+            json.dump(references or {}, file)
         reader, writer = os.pipe()
         box = process = None
         try:
@@ -382,6 +406,47 @@ class DecideGrades(NbGraderPreprocessor):
 def verdict_command(writer, job_path) -> list[str]:
     """The verdict as a new process: a plain, isolated Python (`-I`: no folder of the grader on sys.path)."""
     return [sys.executable, "-I", "-m", "autograder.verdict", str(writer), job_path]
+
+
+def references_path(job_path) -> str:
+    """Beside the job: the verdict's parent opens it and removes it before the program starts, and reads it
+    only once the program runs apart (autograder/verdict.py)."""
+    return os.path.join(os.path.dirname(job_path), "references.json")
+
+
+def earlier_solutions(source, parent=None) -> dict:
+    """test cell's grade id → [{"source", "names"}]: the solution cells of the exercises whose test cells come
+    before it, each with the names the released cell defines (the exercise's own functions and classes).
+
+    The caller of a test cell binds those names to the instructor's solutions, so that a student's function
+    that calls an earlier exercise's (a `train_step` that asks `model_device`) is judged on its own: a wrong
+    answer costs the points of its own exercise only. Only exercises already judged: a solution never reaches
+    the student's process before its own exercise's points are decided."""
+    references, judged, current, tested = {}, [], [], False  # current: the exercise the next tests judge
+    for cell in source.cells:
+        if cell.cell_type != "code":
+            continue
+        if is_test_cell(cell):
+            references[cell.metadata.nbgrader["grade_id"]] = list(judged)
+            tested = True
+        elif utils.is_solution(cell):
+            if tested:  # a solution after tests: the next exercise begins
+                judged, current, tested = judged + current, [], False
+            released = NotebookNode(cell_type="code", source=cell.source, metadata={})
+            ClearSolutions(parent=parent)._replace_solution_region(released, "python")
+            if names := defined_names(released.source):
+                current.append({"source": cell.source, "names": names})
+    return references
+
+
+def defined_names(source) -> list[str]:
+    """The functions and classes a cell defines at its top level."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    return [node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
 
 
 def verdict_cell(cell, parent=None) -> dict:

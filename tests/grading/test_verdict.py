@@ -72,6 +72,98 @@ def test_a_right_answer_in_ordinary_python_keeps_its_points(answer):
     assert decided(answer)["double0"]["passed"] is True
 
 
+def test_an_error_the_students_function_raised_in_the_grader_shows_its_message_and_line():
+    answer = ("def double(x):\n    if x.requires_grad:\n        return 2 * x\n"
+              "    raise TypeError('double wants a tensor that requires grad')")
+    record = decided(answer)["double0"]
+    assert record["passed"] is False and record["key"] == "verdict_call_raised"
+    assert "TypeError: double wants a tensor that requires grad" in record["message"]
+    assert "raise TypeError('double wants a tensor that requires grad')" in record["message"]
+
+
+# Answers that ask whether CUDA is there, at definition time or when called: a grader with CUDA (simulated)
+# and one without give each the same points. The student's cells run on the students' usual machine (the
+# CUDA build without a GPU) in the verdict, whatever the grader's, so a value computed at definition time
+# does not follow the grader.
+AVAILABILITY = {
+    "flag-at-definition": ("ON_GPU = torch.cuda.is_available()\ndef double(x):\n"
+                           "    return (2 * x).to('cuda' if ON_GPU else x.device)", True),
+    "device-at-definition": ("DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+                             "def double(x):\n    return (2 * x.to(DEVICE)).to(x.device)", True),
+    "moves-when-called": ("def double(x):\n    return (2 * x).to('cuda') if torch.cuda.is_available() else x", False),
+}
+
+
+@pytest.mark.parametrize("answer, right", AVAILABILITY.values(), ids=AVAILABILITY.keys())
+def test_a_grader_with_cuda_and_one_without_give_the_same_points(answer, right):
+    on_cpu, on_gpu = decided(answer)["double0"], decided(answer, grader_machine="cuda")["double0"]
+    assert on_cpu["passed"] is on_gpu["passed"] is right
+
+
+# ------------------------------------------------------------------ each exercise judged on its own
+
+HALF_TEST = ("from autograder import checks\nx = torch.arange(4.0)\n"
+             "checks.assert_values(checks.call('half(x)', half, x), x / 2, 'half(x)')")
+QUARTER_TEST = ("from autograder import checks\nx = torch.arange(4.0)\n"
+                "checks.assert_values(checks.call('quarter(x)', quarter, x), x / 4, 'quarter(x)')")
+HALF_SOLUTION = "def half(x):\n    # the instructor's: SOLUTION-MARKER\n    return x / 2"
+
+
+def two_exercises(half, quarter="def quarter(x):\n    return half(half(x))") -> dict:
+    """Records of a notebook of two exercises where the second's answer calls the first's, graded with
+    the instructor's solution of the first as DecideGrades reads it from the source notebook."""
+    cells = [{"kind": "trusted", "source": "import torch", "grade_id": "imports"},
+             {"kind": "student", "source": half, "grade_id": "half"},
+             {"kind": "test", "source": HALF_TEST, "grade_id": "test_half", "visible": HALF_TEST},
+             {"kind": "student", "source": quarter, "grade_id": "quarter"},
+             {"kind": "test", "source": QUARTER_TEST, "grade_id": "test_quarter", "visible": QUARTER_TEST}]
+    solutions = {"test_half": [], "test_quarter": [{"source": HALF_SOLUTION, "names": ["half"]}]}
+    return DecideGrades().verdict(cells, solutions)
+
+
+def test_a_wrong_answer_costs_only_its_own_exercise_when_a_later_answer_calls_it():
+    records = two_exercises("def half(x):\n    return x - 1")
+    assert (records["test_half"]["passed"], records["test_quarter"]["passed"]) == (False, True)
+
+
+def test_a_later_answer_still_fails_on_its_own_mistake_with_the_earlier_solution():
+    records = two_exercises("def half(x):\n    return x / 2", quarter="def quarter(x):\n    return half(x)")
+    assert (records["test_half"]["passed"], records["test_quarter"]["passed"]) == (True, False)
+
+
+# A program that looks for the instructor's solution where an attacker would (every object the garbage
+# collector tracks, every string of the process's own memory), and answers with it if found.
+FINDS_THE_SOLUTION = """import ctypes, gc, re
+FOUND_IN = re.compile(rb"SOLUTION-MARKE(?=R)")  # so that this cell's own text is not found
+def _found():
+    for value in gc.get_objects():
+        try:
+            if FOUND_IN.search(repr(value)[:100_000].encode()):
+                return True
+        except Exception:
+            pass
+    with open("/proc/self/maps") as maps:
+        regions = [line.split() for line in maps]
+    for region in regions:
+        if "rw" in region[1] and (len(region) < 6 or region[5].startswith("[")):
+            start, end = (int(v, 16) for v in region[0].split("-"))
+            try:
+                if FOUND_IN.search(ctypes.string_at(start, end - start)):
+                    return True
+            except Exception:
+                pass
+    return False
+FOUND = _found()
+def half(x):
+    return x / 2 if FOUND else x - 1
+"""
+
+
+def test_an_exercises_solution_is_nowhere_in_the_students_program_before_its_points_are_decided():
+    records = two_exercises(FINDS_THE_SOLUTION)
+    assert records["test_half"]["passed"] is False
+
+
 # Wrong answers (`double` returns x) whose definitions run code as Python defines them: each tries to
 # write a passing record on every descriptor it can reach, or to change what the checks compute.
 FORGE = ("import os\nfor fd in range(3, 200):\n    try:\n"

@@ -98,3 +98,15 @@ def test_a_function_kept_from_before_the_simulation_sees_it_too(machine):
                      "torch.backends.cuda.is_built": torch.backends.cuda.is_built()}
     assert kept == looked_up
     assert KEPT["torch.backends.mps.is_available"]() == torch.backends.mps.is_available()  # no cached answer left
+
+
+@pytest.mark.parametrize("outer", MACHINES, ids=str)
+def test_a_machine_simulated_inside_another_is_that_machine_and_gives_the_outer_one_back(outer):
+    """The verdict runs the student's cells on the students' usual machine inside a grader's simulated one."""
+    inner = Machine(None, "cuda")
+    with simulated_machine(outer):
+        around = (torch.cuda.is_available(), torch.backends.mps.is_available(), torch.backends.cuda.is_built())
+        with simulated_machine(inner):
+            assert (torch.cuda.is_available(), torch.backends.mps.is_available()) == (False, False)
+            assert torch.backends.cuda.is_built()
+        assert (torch.cuda.is_available(), torch.backends.mps.is_available(), torch.backends.cuda.is_built()) == around

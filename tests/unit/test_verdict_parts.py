@@ -65,3 +65,70 @@ def test_each_test_cell_may_wait_for_the_student_cells_before_it():
              {"kind": "test"}, {"kind": "student"}, {"kind": "test"}]
     decide = DecideGrades(timeout=10, start_seconds=60)
     assert decide.deadlines(decide.with_limits(cells)) == [60, 40, 20, 30]
+
+
+def test_each_test_cell_gets_the_solutions_of_the_exercises_judged_before_it_and_their_released_names():
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from course.plugins.autograde import earlier_solutions
+
+    def cell(source, **nbgrader):
+        return new_code_cell(source, metadata={"nbgrader": {"grade_id": nbgrader.pop("grade_id"), **nbgrader}})
+
+    half = ("### BEGIN SOLUTION\ndef _helper(x):  # the instructor's own helper: not a name of the exercise\n"
+            "    return x\n### END SOLUTION\ndef half(x):\n    ### BEGIN SOLUTION\n    return _helper(x) / 2\n"
+            "    ### END SOLUTION")
+    source = new_notebook(cells=[
+        cell("import torch", grade_id="imports", locked=True),
+        cell(half, grade_id="half", solution=True),
+        cell("assert half(2) == 1", grade_id="test_half", grade=True, points=1),
+        cell("def quarter(x):\n    ### BEGIN SOLUTION\n    return half(half(x))\n    ### END SOLUTION",
+             grade_id="quarter", solution=True),
+        cell("assert quarter(4) == 1", grade_id="test_quarter", grade=True, points=1),
+        cell("assert quarter(8) == 2", grade_id="test_quarter_again", grade=True, points=1),
+    ])
+    references = earlier_solutions(source)
+    assert references["test_half"] == []  # its own exercise stays the student's
+    assert references["test_quarter"] == [{"source": half, "names": ["half"]}]
+    assert references["test_quarter_again"] == references["test_quarter"]  # a second test of one exercise
+
+
+# ------------------------------------------------------------------ an error the student's code raised
+
+OWN = ["import torch\n\ndef double(x):\n    if x.dtype != torch.float32:\n"
+       "        raise ValueError(f'double needs float32, got {x.dtype}')\n    return 2 * x"]
+RAISE_LINE = "raise ValueError(f'double needs float32, got {x.dtype}')"
+HIDDEN_TEST = ("x = torch.ones(3)\n### BEGIN HIDDEN TESTS\nfor secret_dtype in [torch.float64]:\n"
+               "    checks.call('double(x)', double, x.to(secret_dtype))\n### END HIDDEN TESTS\n")
+
+
+def raised_in_grader(error, lines):
+    return verdict.render({"key": "verdict_call_raised",
+                           "fields": {"what": {"str": "double(x)"}, "error": {"str": error}, "lines": {"str": lines}}},
+                          HIDDEN_TEST, "x = torch.ones(3)\n", OWN)
+
+
+def test_an_error_the_students_code_raised_shows_its_message_and_the_students_line():
+    from autograder.messages import shows
+
+    shown = raised_in_grader("ValueError: double needs float32, got torch.float64",
+                             f"{RAISE_LINE}\nchecks.call('double(x)', double, x.to(secret_dtype))")
+    assert shows(shown, "verdict_call_raised_at") and "line of yours" in shown
+    assert "ValueError: double needs float32, got torch.float64" in shown and RAISE_LINE in shown
+
+
+@pytest.mark.parametrize("error, lines", [
+    ("ValueError: secret_dtype", RAISE_LINE),  # a word of the hidden test only
+    ("ValueError: double needs float32, got 64", RAISE_LINE),  # a number the student never wrote
+    ("ValueError: " + " ".join(["double"] * 30), RAISE_LINE),  # longer than a message the grader quotes
+], ids=["hidden-word", "unwritten-number", "too-long"])
+def test_a_message_with_words_the_student_did_not_write_shows_only_its_type(error, lines):
+    shown = raised_in_grader(error, lines)
+    assert "ValueError" in shown and error.partition(": ")[2] not in shown and "secret" not in shown
+
+
+def test_a_line_the_student_did_not_write_is_not_quoted():
+    from autograder.messages import shows
+
+    shown = raised_in_grader("ValueError: double", "for secret_dtype in [torch.float64]:")
+    assert shows(shown, "verdict_call_raised") and "secret_dtype" not in shown and "line of yours" not in shown
