@@ -28,6 +28,7 @@ parent. The caller does see the test cell (it runs it), so nothing it sends is s
 call's diagnostic is the judge's own, from its own label (`what`), and an error the student's function
 raised is shown by its type and the words of PyTorch's known errors only (README, "Threat model").
 """
+import ast
 import builtins
 import contextlib
 import ctypes
@@ -458,30 +459,37 @@ def diagnosis(result) -> dict:
 
 
 class Written:
-    """What the student wrote in their cells: a diagnostic may quote it back to them, since no text of a
-    hidden test is in it (a caller's text that is not in it is not the student's own)."""
+    """What the student wrote in their cells, which a diagnostic may quote back to them: one of their lines
+    (where their code raised), and a string literal of theirs that is an error's whole first line. Never a
+    caller's text as it is: the caller ran the test cell, hidden part and all, and could spell anything with
+    the student's words, numbers or separators; it can only pick one of the student's own lines or literals
+    (a few bits per failed test, README "What a student's code can still misreport")."""
 
-    WORDS_LIMIT = 24  # words of an error's message the grader quotes
+    LITERAL_LIMIT = 200  # characters of a literal the grader quotes
 
     def __init__(self, sources=()):
-        text = "\n".join(sources)
-        self.lines = {line.strip() for line in text.splitlines() if line.strip()}
-        self.words = set(re.findall(r"\w+", text))
+        self.lines, self.literals = set(), set()
+        for source in sources:
+            self.lines |= {line.strip() for line in source.splitlines() if line.strip()}
+            self.literals |= _literals(source, self.LITERAL_LIMIT)
 
     def first_line(self, lines) -> str | None:
-        return next((line for line in lines if line.strip() in self.lines), None)
+        """The first of `lines` that is one of the student's, as the student wrote it."""
+        return next((line.strip() for line in lines if line.strip() in self.lines), None)
 
-    def message(self, text, visible_words, hidden) -> str | None:
-        """The error's first line if each word of it is the student's, the released test's or a device,
-        dtype or number the student wrote; None otherwise."""
+    def message(self, text) -> str | None:
+        """The error's first line, if it is one of the student's string literals; None otherwise."""
         first = text.splitlines()[0].strip() if text else ""
-        found = re.findall(r"\w+", first)
-        if not first or len(found) > self.WORDS_LIMIT or _runs(first) & hidden:
-            return None
-        if all(w in self.words or (not w.isdigit() and (w in visible_words or DEVICE.fullmatch(w)))
-               for w in found):
-            return first
-        return None
+        return first if first in self.literals else None
+
+
+def _literals(source, limit) -> set:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):  # a cell with magics: its literals are not quoted
+        return set()
+    return {node.value.strip() for node in ast.walk(tree) if isinstance(node, ast.Constant)
+            and isinstance(node.value, str) and "\n" not in node.value.strip() and 0 < len(node.value.strip()) <= limit}
 
 
 def _field(name, item, words, text, hidden=frozenset(), written=Written()):
@@ -507,7 +515,7 @@ def _field(name, item, words, text, hidden=frozenset(), written=Written()):
         known = _known_error(rest)
         if known:
             return f"{kind_name}: {known} …"
-        own = written.message(rest, words, hidden)
+        own = written.message(rest)
         return f"{kind_name}: {own}" if own else kind_name
     if kind == "str" and isinstance(value, str) and len(value) <= FIELD_LIMIT:
         pieces = re.split(r"([\w.]+)", value)  # separators and words, alternately
