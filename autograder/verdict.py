@@ -71,6 +71,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None):
         os.close(writer)
     references = _read_solutions(solutions)
     own = [cell["source"] for cell in cells if cell["kind"] == "student"]  # what a diagnostic may quote
+    recorded = set()  # the test cells whose records are written: their exercises' solutions may be sent
     _record(grader_fd, {"ready": True})
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     readers = iter(reader for reader, _ in pipes)
@@ -82,7 +83,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None):
                 break
         elif cell["kind"] == "test":
             reader = next(readers)
-            solved = json.dumps(references.get(cell["grade_id"], [])).encode()
+            solved = json.dumps([s for s in references if recorded.issuperset(s["tests"])]).encode()
             try:
                 os.write(start, b"g" + _LENGTH.pack(len(solved)) + solved)
             except OSError:  # the program has ended or stopped reading: the judge reads no names, and says so
@@ -93,6 +94,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None):
                 _end_stragglers(spared)
             result["grade_id"] = cell["grade_id"]
             _record(grader_fd, result)
+            recorded.add(cell["grade_id"])
     _kill(program)
 
 
@@ -252,10 +254,10 @@ def _bind_solutions(namespace, solutions) -> list[str]:
     return bound
 
 
-def _read_solutions(fd) -> dict:
-    """test cell's grade id → the solutions its caller binds, read from `fd` (None: none)."""
+def _read_solutions(fd) -> list[dict]:
+    """The instructor's solutions, each with the test cells of its exercise, read from `fd` (None: none)."""
     if fd is None:
-        return {}
+        return []
     with open(fd, encoding="utf-8") as file:
         return json.load(file)
 

@@ -67,10 +67,10 @@ def test_each_test_cell_may_wait_for_the_student_cells_before_it():
     assert decide.deadlines(decide.with_limits(cells)) == [60, 40, 20, 30]
 
 
-def test_each_test_cell_gets_the_solutions_of_the_exercises_judged_before_it_and_their_released_names():
+def test_each_solution_names_its_released_functions_and_its_exercises_test_cells():
     from nbformat.v4 import new_code_cell, new_notebook
 
-    from course.plugins.autograde import earlier_solutions
+    from course.plugins.autograde import solutions
 
     def cell(source, **nbgrader):
         return new_code_cell(source, metadata={"nbgrader": {"grade_id": nbgrader.pop("grade_id"), **nbgrader}})
@@ -78,19 +78,19 @@ def test_each_test_cell_gets_the_solutions_of_the_exercises_judged_before_it_and
     half = ("### BEGIN SOLUTION\ndef _helper(x):  # the instructor's own helper: not a name of the exercise\n"
             "    return x\n### END SOLUTION\ndef half(x):\n    ### BEGIN SOLUTION\n    return _helper(x) / 2\n"
             "    ### END SOLUTION")
+    quarter = "def quarter(x):\n    ### BEGIN SOLUTION\n    return half(half(x))\n    ### END SOLUTION"
     source = new_notebook(cells=[
         cell("import torch", grade_id="imports", locked=True),
         cell(half, grade_id="half", solution=True),
         cell("assert half(2) == 1", grade_id="test_half", grade=True, points=1),
-        cell("def quarter(x):\n    ### BEGIN SOLUTION\n    return half(half(x))\n    ### END SOLUTION",
-             grade_id="quarter", solution=True),
+        cell(quarter, grade_id="quarter", solution=True),
         cell("assert quarter(4) == 1", grade_id="test_quarter", grade=True, points=1),
         cell("assert quarter(8) == 2", grade_id="test_quarter_again", grade=True, points=1),
+        cell("def untested():\n    ### BEGIN SOLUTION\n    pass\n    ### END SOLUTION", grade_id="untested",
+             solution=True),
     ])
-    references = earlier_solutions(source)
-    assert references["test_half"] == []  # its own exercise stays the student's
-    assert references["test_quarter"] == [{"source": half, "names": ["half"]}]
-    assert references["test_quarter_again"] == references["test_quarter"]  # a second test of one exercise
+    assert solutions(source) == [{"source": half, "names": ["half"], "tests": ["test_half"]},
+                                 {"source": quarter, "names": ["quarter"], "tests": ["test_quarter", "test_quarter_again"]}]
 
 
 # ------------------------------------------------------------------ an error the student's code raised
