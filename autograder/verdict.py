@@ -43,10 +43,11 @@ import time
 
 from .simulate import Machine, simulated_accelerator, simulated_machine
 
-# The machine the student's cells run on in the program, whatever the grader's: the CUDA build on a machine
-# without a GPU, what most students have. A value computed at definition time (`ON_GPU =
-# torch.cuda.is_available()`) is then the same on a GPU grader and a CPU one, so both give the same points.
-STUDENTS_MACHINE = Machine(present=None, built="cuda")
+# The machine the student's cells run on in the program, whatever the grader's: one without a GPU, as most
+# students' laptops are, and a CPU build, which claims nothing that any PyTorch a grader runs lacks (a CUDA
+# build simulated on a CPU build breaks `torch.cuda.get_arch_list()`). A value computed at definition time
+# (`ON_GPU = torch.cuda.is_available()`) is then the same on a GPU grader and a CPU one: the same points.
+STUDENTS_MACHINE = Machine(present=None, built=None)
 RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
 _LENGTH = struct.Struct("<I")  # of the solutions that follow a test cell's "g" to the program
 
@@ -133,8 +134,6 @@ def _program(cells, writers, go, timeout):
 
         shell, bound = _shell(), {}
         integrity.start_grading()  # what the kernel checks after every cell, this shell checks too
-        definitions = contextlib.ExitStack()  # the student's cells run on the students' usual machine
-        definitions.enter_context(simulated_machine(STUDENTS_MACHINE))
         bound.update(shell.user_ns)
         callers = iter(writers)
         caller = None
@@ -150,14 +149,16 @@ def _program(cells, writers, go, timeout):
                 names = student_names(shell.user_ns, bound)
                 caller = _fork()
                 if caller == 0:
-                    definitions.close()  # the test runs on the grader's machine, simulating one per call
                     _caller(cell, shell.user_ns, writer, names, solutions)  # never returns
                 os.close(writer)
                 continue
             before = dict(shell.user_ns)
+            # the student's cells run on the students' machine; the instructor's, as in the judge, on the grader's
+            machine = simulated_machine(STUDENTS_MACHINE) if cell["kind"] == "student" else contextlib.nullcontext()
             signal.alarm(timeout)  # as the kernel's cell timeout interrupts a cell
             try:
-                shell.run_cell(cell["source"], store_history=False)
+                with machine:
+                    shell.run_cell(cell["source"], store_history=False)
             except BaseException:  # noqa: BLE001: an interrupt between two statements of the shell
                 pass
             finally:

@@ -100,6 +100,36 @@ def test_a_grader_with_cuda_and_one_without_give_the_same_points(answer, right):
     assert on_cpu["passed"] is on_gpu["passed"] is right
 
 
+WHERE_ON_A_GPU = ("from autograder import checks\nfrom autograder.simulate import Machine, simulated_machine\n"
+                  "with simulated_machine(Machine('cuda', 'cuda')):\n    chosen = checks.call('where()', where)\n"
+                  "checks.assert_device_choice(chosen, 'cuda', 'where()', 'device_hint_order')")
+WHERE_THE_INSTRUCTOR_SAYS = ("from autograder import checks\n"
+                             "checks.assert_device_choice(checks.call('where()', where), DEVICE, 'where()', 'device_hint_order')")
+# Honest programs the students' machine must not change (the attacker's findings): a function imported under
+# another name while the student's cells ran on it, asked later on a simulated GPU; a CUDA-only question at
+# definition time on a CPU build; an instructor's cell that reads the machine (it runs on the grader's, as
+# in the judge).
+DEFINITIONS = {
+    "imported-alias": ("import torch", "from torch.cuda import is_available as cuda_available\ndef where():\n"
+                       "    return torch.device('cuda' if cuda_available() else 'cpu')", WHERE_ON_A_GPU),
+    "kept-in-a-table": ("import torch", "ORDER = [('cuda', torch.cuda.is_available), ('mps', torch.backends.mps.is_available)]\n"
+                        "def where():\n    return torch.device(next((d for d, ok in ORDER if ok()), 'cpu'))", WHERE_ON_A_GPU),
+    "arch-list-at-definition": ("import torch", "print('compiled for', torch.cuda.get_arch_list())\ndef where():\n"
+                                "    return torch.device('cuda' if torch.cuda.is_available() else 'cpu')", WHERE_ON_A_GPU),
+    "instructors-machine": ("import torch\nDEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')",
+                            "def where():\n    return DEVICE", WHERE_THE_INSTRUCTOR_SAYS),
+}
+
+
+@pytest.mark.parametrize("trusted, answer, test", DEFINITIONS.values(), ids=DEFINITIONS.keys())
+@pytest.mark.parametrize("grader_machine", [None, "cuda"], ids=["cpu-grader", "cuda-grader"])
+def test_an_honest_program_keeps_its_points_on_the_students_machine(trusted, answer, test, grader_machine):
+    cells = [{"kind": "trusted", "source": trusted, "grade_id": "imports"},
+             {"kind": "student", "source": answer, "grade_id": "answer"},
+             {"kind": "test", "source": test, "grade_id": "where", "visible": test}]
+    assert DecideGrades(grader_machine=grader_machine).verdict(cells)["where"]["passed"] is True
+
+
 # ------------------------------------------------------------------ each exercise judged on its own
 
 HALF_TEST = ("from autograder import checks\nx = torch.arange(4.0)\n"
