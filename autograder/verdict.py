@@ -28,6 +28,7 @@ parent. The caller does see the test cell (it runs it), so nothing it sends is s
 call's diagnostic is the judge's own, from its own label (`what`), and an error the student's function
 raised is shown by its type and the words of PyTorch's known errors only (README, "Threat model").
 """
+import ast
 import builtins
 import contextlib
 import ctypes
@@ -42,10 +43,11 @@ import time
 
 from .simulate import Machine, simulated_accelerator, simulated_machine
 
-# The machine the student's cells run on in the program, whatever the grader's: the CUDA build on a machine
-# without a GPU, what most students have. A value computed at definition time (`ON_GPU =
-# torch.cuda.is_available()`) is then the same on a GPU grader and a CPU one, so both give the same points.
-STUDENTS_MACHINE = Machine(present=None, built="cuda")
+# The machine the student's cells run on in the program, whatever the grader's: one without a GPU, as most
+# students' laptops are, and a CPU build, which claims nothing that any PyTorch a grader runs lacks (a CUDA
+# build simulated on a CPU build breaks `torch.cuda.get_arch_list()`). A value computed at definition time
+# (`ON_GPU = torch.cuda.is_available()`) is then the same on a GPU grader and a CPU one: the same points.
+STUDENTS_MACHINE = Machine(present=None, built=None)
 RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
 _LENGTH = struct.Struct("<I")  # of the solutions that follow a test cell's "g" to the program
 
@@ -70,6 +72,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None):
         os.close(writer)
     references = _read_solutions(solutions)
     own = [cell["source"] for cell in cells if cell["kind"] == "student"]  # what a diagnostic may quote
+    recorded = set()  # the test cells whose records are written: their exercises' solutions may be sent
     _record(grader_fd, {"ready": True})
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     readers = iter(reader for reader, _ in pipes)
@@ -81,7 +84,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None):
                 break
         elif cell["kind"] == "test":
             reader = next(readers)
-            solved = json.dumps(references.get(cell["grade_id"], [])).encode()
+            solved = json.dumps([s for s in references if recorded.issuperset(s["tests"])]).encode()
             try:
                 os.write(start, b"g" + _LENGTH.pack(len(solved)) + solved)
             except OSError:  # the program has ended or stopped reading: the judge reads no names, and says so
@@ -92,6 +95,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None):
                 _end_stragglers(spared)
             result["grade_id"] = cell["grade_id"]
             _record(grader_fd, result)
+            recorded.add(cell["grade_id"])
     _kill(program)
 
 
@@ -130,8 +134,6 @@ def _program(cells, writers, go, timeout):
 
         shell, bound = _shell(), {}
         integrity.start_grading()  # what the kernel checks after every cell, this shell checks too
-        definitions = contextlib.ExitStack()  # the student's cells run on the students' usual machine
-        definitions.enter_context(simulated_machine(STUDENTS_MACHINE))
         bound.update(shell.user_ns)
         callers = iter(writers)
         caller = None
@@ -147,14 +149,16 @@ def _program(cells, writers, go, timeout):
                 names = student_names(shell.user_ns, bound)
                 caller = _fork()
                 if caller == 0:
-                    definitions.close()  # the test runs on the grader's machine, simulating one per call
                     _caller(cell, shell.user_ns, writer, names, solutions)  # never returns
                 os.close(writer)
                 continue
             before = dict(shell.user_ns)
+            # the student's cells run on the students' machine; the instructor's, as in the judge, on the grader's
+            machine = simulated_machine(STUDENTS_MACHINE) if cell["kind"] == "student" else contextlib.nullcontext()
             signal.alarm(timeout)  # as the kernel's cell timeout interrupts a cell
             try:
-                shell.run_cell(cell["source"], store_history=False)
+                with machine:
+                    shell.run_cell(cell["source"], store_history=False)
             except BaseException:  # noqa: BLE001: an interrupt between two statements of the shell
                 pass
             finally:
@@ -251,10 +255,10 @@ def _bind_solutions(namespace, solutions) -> list[str]:
     return bound
 
 
-def _read_solutions(fd) -> dict:
-    """test cell's grade id → the solutions its caller binds, read from `fd` (None: none)."""
+def _read_solutions(fd) -> list[dict]:
+    """The instructor's solutions, each with the test cells of its exercise, read from `fd` (None: none)."""
     if fd is None:
-        return {}
+        return []
     with open(fd, encoding="utf-8") as file:
         return json.load(file)
 
@@ -458,30 +462,37 @@ def diagnosis(result) -> dict:
 
 
 class Written:
-    """What the student wrote in their cells: a diagnostic may quote it back to them, since no text of a
-    hidden test is in it (a caller's text that is not in it is not the student's own)."""
+    """What the student wrote in their cells, which a diagnostic may quote back to them: one of their lines
+    (where their code raised), and a string literal of theirs that is an error's whole first line. Never a
+    caller's text as it is: the caller ran the test cell, hidden part and all, and could spell anything with
+    the student's words, numbers or separators; it can only pick one of the student's own lines or literals
+    (a few bits per failed test, README "What a student's code can still misreport")."""
 
-    WORDS_LIMIT = 24  # words of an error's message the grader quotes
+    LITERAL_LIMIT = 200  # characters of a literal the grader quotes
 
     def __init__(self, sources=()):
-        text = "\n".join(sources)
-        self.lines = {line.strip() for line in text.splitlines() if line.strip()}
-        self.words = set(re.findall(r"\w+", text))
+        self.lines, self.literals = set(), set()
+        for source in sources:
+            self.lines |= {line.strip() for line in source.splitlines() if line.strip()}
+            self.literals |= _literals(source, self.LITERAL_LIMIT)
 
     def first_line(self, lines) -> str | None:
-        return next((line for line in lines if line.strip() in self.lines), None)
+        """The first of `lines` that is one of the student's, as the student wrote it."""
+        return next((line.strip() for line in lines if line.strip() in self.lines), None)
 
-    def message(self, text, visible_words, hidden) -> str | None:
-        """The error's first line if each word of it is the student's, the released test's or a device,
-        dtype or number the student wrote; None otherwise."""
+    def message(self, text) -> str | None:
+        """The error's first line, if it is one of the student's string literals; None otherwise."""
         first = text.splitlines()[0].strip() if text else ""
-        found = re.findall(r"\w+", first)
-        if not first or len(found) > self.WORDS_LIMIT or _runs(first) & hidden:
-            return None
-        if all(w in self.words or (not w.isdigit() and (w in visible_words or DEVICE.fullmatch(w)))
-               for w in found):
-            return first
-        return None
+        return first if first in self.literals else None
+
+
+def _literals(source, limit) -> set:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):  # a cell with magics: its literals are not quoted
+        return set()
+    return {node.value.strip() for node in ast.walk(tree) if isinstance(node, ast.Constant)
+            and isinstance(node.value, str) and "\n" not in node.value.strip() and 0 < len(node.value.strip()) <= limit}
 
 
 def _field(name, item, words, text, hidden=frozenset(), written=Written()):
@@ -507,7 +518,7 @@ def _field(name, item, words, text, hidden=frozenset(), written=Written()):
         known = _known_error(rest)
         if known:
             return f"{kind_name}: {known} …"
-        own = written.message(rest, words, hidden)
+        own = written.message(rest)
         return f"{kind_name}: {own}" if own else kind_name
     if kind == "str" and isinstance(value, str) and len(value) <= FIELD_LIMIT:
         pieces = re.split(r"([\w.]+)", value)  # separators and words, alternately

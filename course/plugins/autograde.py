@@ -318,18 +318,18 @@ class DecideGrades(NbGraderPreprocessor):
         the clock (the verdict's parent keeps the same limits, but shares the sandbox with the student's code)."""
         return [self.start_seconds, *(cell["timeout"] + 10 for cell in cells if cell["kind"] == "test")]
 
-    def references(self, resources) -> dict:
-        """test cell's grade id → the instructor's solutions of the exercises judged before it (see
-        `earlier_solutions`), from the assignment's source notebook; {} where there is none."""
+    def references(self, resources) -> list[dict]:
+        """The instructor's solutions (see `solutions`), from the assignment's source notebook; [] where
+        there is none."""
         info = resources.get("nbgrader", {})
         if "assignment" not in info or "notebook" not in info:
-            return {}
+            return []
         folders = CourseDirectory(config=self.config)
         path = Path(folders.format_path(folders.source_directory, ".", info["assignment"])) / f"{info['notebook']}.ipynb"
         if not path.is_file():
             self.log.warning("No source notebook at %s: each exercise is graded with the student's earlier ones", path)
-            return {}
-        return earlier_solutions(nbformat.read(path, as_version=4), parent=self)
+            return []
+        return solutions(nbformat.read(path, as_version=4), parent=self)
 
     def verdict(self, cells, references=None) -> dict:
         """grade id → {"passed": bool, "message" or "key"}: the verdict process's records. `references`:
@@ -342,7 +342,7 @@ class DecideGrades(NbGraderPreprocessor):
                        "cpu_seconds": self.cpu_seconds, "sandboxed": sandbox.enabled(self.config),
                        "grader_machine": self.grader_machine}, job)
         with open(references_path(job_path), "w", encoding="utf-8") as file:
-            json.dump(references or {}, file)
+            json.dump(references or [], file)
         reader, writer = os.pipe()
         box = process = None
         try:
@@ -414,29 +414,32 @@ def references_path(job_path) -> str:
     return os.path.join(os.path.dirname(job_path), "references.json")
 
 
-def earlier_solutions(source, parent=None) -> dict:
-    """test cell's grade id → [{"source", "names"}]: the solution cells of the exercises whose test cells come
-    before it, each with the names the released cell defines (the exercise's own functions and classes).
+def solutions(source, parent=None) -> list[dict]:
+    """The instructor's solution cells, each as {"source", "names", "tests"}: the names the released cell
+    defines (the exercise's own functions and classes) and the grade ids of its exercise's test cells (those
+    after it, up to the next exercise's solution).
 
-    The caller of a test cell binds those names to the instructor's solutions, so that a student's function
-    that calls an earlier exercise's (a `train_step` that asks `model_device`) is judged on its own: a wrong
-    answer costs the points of its own exercise only. Only exercises already judged: a solution never reaches
-    the student's process before its own exercise's points are decided."""
-    references, judged, current, tested = {}, [], [], False  # current: the exercise the next tests judge
+    A test cell's caller binds those names to the instructor's solutions of the exercises already judged, so
+    that a student's function that calls an earlier exercise's (a `train_step` that asks `model_device`) is
+    judged on its own: a wrong answer costs the points of its own exercise only. The verdict's parent sends a
+    solution only once every test cell of its exercise has its record, in whatever order the submission holds
+    them, so a solution never reaches the student's process before its own points are decided."""
+    found, exercise = [], []  # exercise: the solutions the next test cells judge
     for cell in source.cells:
         if cell.cell_type != "code":
             continue
         if is_test_cell(cell):
-            references[cell.metadata.nbgrader["grade_id"]] = list(judged)
-            tested = True
+            for solution in exercise:
+                solution["tests"].append(cell.metadata.nbgrader["grade_id"])
         elif utils.is_solution(cell):
-            if tested:  # a solution after tests: the next exercise begins
-                judged, current, tested = judged + current, [], False
+            if any(solution["tests"] for solution in exercise):  # a solution after tests: the next exercise
+                exercise = []
             released = NotebookNode(cell_type="code", source=cell.source, metadata={})
             ClearSolutions(parent=parent)._replace_solution_region(released, "python")
             if names := defined_names(released.source):
-                current.append({"source": cell.source, "names": names})
-    return references
+                exercise.append({"source": cell.source, "names": names, "tests": []})
+                found.append(exercise[-1])
+    return [solution for solution in found if solution["tests"]]  # one no test judges is never sent
 
 
 def defined_names(source) -> list[str]:

@@ -100,6 +100,36 @@ def test_a_grader_with_cuda_and_one_without_give_the_same_points(answer, right):
     assert on_cpu["passed"] is on_gpu["passed"] is right
 
 
+WHERE_ON_A_GPU = ("from autograder import checks\nfrom autograder.simulate import Machine, simulated_machine\n"
+                  "with simulated_machine(Machine('cuda', 'cuda')):\n    chosen = checks.call('where()', where)\n"
+                  "checks.assert_device_choice(chosen, 'cuda', 'where()', 'device_hint_order')")
+WHERE_THE_INSTRUCTOR_SAYS = ("from autograder import checks\n"
+                             "checks.assert_device_choice(checks.call('where()', where), DEVICE, 'where()', 'device_hint_order')")
+# Honest programs the students' machine must not change (the attacker's findings): a function imported under
+# another name while the student's cells ran on it, asked later on a simulated GPU; a CUDA-only question at
+# definition time on a CPU build; an instructor's cell that reads the machine (it runs on the grader's, as
+# in the judge).
+DEFINITIONS = {
+    "imported-alias": ("import torch", "from torch.cuda import is_available as cuda_available\ndef where():\n"
+                       "    return torch.device('cuda' if cuda_available() else 'cpu')", WHERE_ON_A_GPU),
+    "kept-in-a-table": ("import torch", "ORDER = [('cuda', torch.cuda.is_available), ('mps', torch.backends.mps.is_available)]\n"
+                        "def where():\n    return torch.device(next((d for d, ok in ORDER if ok()), 'cpu'))", WHERE_ON_A_GPU),
+    "arch-list-at-definition": ("import torch", "print('compiled for', torch.cuda.get_arch_list())\ndef where():\n"
+                                "    return torch.device('cuda' if torch.cuda.is_available() else 'cpu')", WHERE_ON_A_GPU),
+    "instructors-machine": ("import torch\nDEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')",
+                            "def where():\n    return DEVICE", WHERE_THE_INSTRUCTOR_SAYS),
+}
+
+
+@pytest.mark.parametrize("trusted, answer, test", DEFINITIONS.values(), ids=DEFINITIONS.keys())
+@pytest.mark.parametrize("grader_machine", [None, "cuda"], ids=["cpu-grader", "cuda-grader"])
+def test_an_honest_program_keeps_its_points_on_the_students_machine(trusted, answer, test, grader_machine):
+    cells = [{"kind": "trusted", "source": trusted, "grade_id": "imports"},
+             {"kind": "student", "source": answer, "grade_id": "answer"},
+             {"kind": "test", "source": test, "grade_id": "where", "visible": test}]
+    assert DecideGrades(grader_machine=grader_machine).verdict(cells)["where"]["passed"] is True
+
+
 # ------------------------------------------------------------------ each exercise judged on its own
 
 HALF_TEST = ("from autograder import checks\nx = torch.arange(4.0)\n"
@@ -107,18 +137,22 @@ HALF_TEST = ("from autograder import checks\nx = torch.arange(4.0)\n"
 QUARTER_TEST = ("from autograder import checks\nx = torch.arange(4.0)\n"
                 "checks.assert_values(checks.call('quarter(x)', quarter, x), x / 4, 'quarter(x)')")
 HALF_SOLUTION = "def half(x):\n    # the instructor's: SOLUTION-MARKER\n    return x / 2"
+QUARTER_SOLUTION = "def quarter(x):\n    return x / 4"
 
 
-def two_exercises(half, quarter="def quarter(x):\n    return half(half(x))") -> dict:
+def two_exercises(half, quarter="def quarter(x):\n    return half(half(x))", order="hHqQ", extra="") -> dict:
     """Records of a notebook of two exercises where the second's answer calls the first's, graded with
-    the instructor's solution of the first as DecideGrades reads it from the source notebook."""
-    cells = [{"kind": "trusted", "source": "import torch", "grade_id": "imports"},
-             {"kind": "student", "source": half, "grade_id": "half"},
-             {"kind": "test", "source": HALF_TEST, "grade_id": "test_half", "visible": HALF_TEST},
-             {"kind": "student", "source": quarter, "grade_id": "quarter"},
-             {"kind": "test", "source": QUARTER_TEST, "grade_id": "test_quarter", "visible": QUARTER_TEST}]
-    solutions = {"test_half": [], "test_quarter": [{"source": HALF_SOLUTION, "names": ["half"]}]}
-    return DecideGrades().verdict(cells, solutions)
+    the instructor's solutions as DecideGrades reads them from the source notebook. `order`: the cells
+    after the imports as the submission holds them (h, q: the answers; H, Q: their tests; x: `extra`)."""
+    cells = {"h": {"kind": "student", "source": half, "grade_id": "half"},
+             "H": {"kind": "test", "source": HALF_TEST, "grade_id": "test_half", "visible": HALF_TEST},
+             "q": {"kind": "student", "source": quarter, "grade_id": "quarter"},
+             "Q": {"kind": "test", "source": QUARTER_TEST, "grade_id": "test_quarter", "visible": QUARTER_TEST},
+             "x": {"kind": "student", "source": extra, "grade_id": None}}
+    solutions = [{"source": HALF_SOLUTION, "names": ["half"], "tests": ["test_half"]},
+                 {"source": QUARTER_SOLUTION, "names": ["quarter"], "tests": ["test_quarter"]}]
+    imports = {"kind": "trusted", "source": "import torch", "grade_id": "imports"}
+    return DecideGrades().verdict([imports, *(cells[c] for c in order)], solutions)
 
 
 def test_a_wrong_answer_costs_only_its_own_exercise_when_a_later_answer_calls_it():
@@ -157,6 +191,21 @@ FOUND = _found()
 def half(x):
     return x / 2 if FOUND else x - 1
 """
+
+
+# The attacker's way to an exercise's solution: move its test cell after a later exercise's, then look for
+# the solution in the program's objects before that test runs.
+STEALS_A_SOLUTION = """import gc
+for _found in [o for o in gc.get_objects() if type(o) is dict and set(o) >= {"source", "names"}]:
+    exec(_found["source"], globals())
+"""
+
+
+def test_a_submission_that_moves_a_test_cell_gets_no_solution_before_that_tests_points_are_decided():
+    unanswered = "def half(x):\n    raise NotImplementedError()"
+    records = two_exercises(unanswered, quarter="def quarter(x):\n    return x / 4", order="hqQxH",
+                            extra=STEALS_A_SOLUTION)
+    assert (records["test_half"]["passed"], records["test_quarter"]["passed"]) == (False, True)
 
 
 def test_an_exercises_solution_is_nowhere_in_the_students_program_before_its_points_are_decided():
