@@ -4,6 +4,8 @@
 #   cuda           .venv-cuda  PyPI's default Linux wheel, the CUDA build (runs on machines without a GPU too)
 PYTHON ?= python3.11
 TORCH_BUILD ?= cpu
+# PYTEST_ARGS: more arguments for `make test`'s pytest (.ci/run deselects the build-independent tests in its second run)
+PYTEST_ARGS ?=
 ifeq ($(TORCH_BUILD),cuda)
 VENV := .venv-cuda
 # --isolated: pip ignores this machine's configuration, whose local folder holds the `+cpu` wheel that
@@ -45,7 +47,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 test: install browser bubblewrap proxy postgresql slurm  ## the whole suite: unit tests, grading pipeline, browser test, nbval over lessons and solutions
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=30 $(PYTEST_ARGS)
 
 test-fast: install  ## the unit tests alone (tests/unit/, marked unit): each part on its own, no class graded, in under 2 minutes
 	$(BIN)/pytest tests/unit
