@@ -134,7 +134,7 @@ def test_traditional_view_converts_the_cells_nbgrader_tracks_and_their_checksums
     before = {c.metadata.nbgrader.grade_id: c.source for c in original.cells if "nbgrader" in c.metadata}
     changed = [c for c in tracked if c.source != before[c.metadata.nbgrader.grade_id]]
     assert {c.cell_type for c in changed} == {"code", "markdown"}  # stubs, tests, written answers
-    assert "# YOUR CODE HERE / 在此處編寫程式碼" in "\n".join(c.source for c in changed)
+    assert "# YOUR CODE HERE / 在此處撰寫程式碼" in "\n".join(c.source for c in changed)
     assert all(c.metadata.nbgrader.checksum == compute_checksum(c) for c in tracked if "checksum" in c.metadata.nbgrader)
 
 
@@ -230,6 +230,25 @@ def test_each_override_acts_where_it_must_and_nowhere_else(entry):
 ])
 def test_the_overrides_never_again_turn_a_right_word_wrong(simplified, wrong):
     assert wrong not in to_traditional(simplified)
+
+
+# The second native reader's findings on the 繁體 view (issue 46, item 4): 简体 as the course writes it, and
+# the mainland word that reader still met in its 繁體 form.
+SECOND_READER = [
+    ("一种较新的写法，按后端分别设置", "按"), ("并按设备分组", "按"), ("修复方法，按推荐顺序：", "按"),
+    ("# YOUR CODE HERE / 在此处编写代码", "編寫"), ("{what}：期望得到 {expected}，实际为 {found}", "期望"),
+    ("当且仅当 `device` 是 CUDA 设备时", "當且僅當"), ("要么新建一个优化器，要么移动状态", "要麼"),
+    ("行程的 CUDA 上下文就坏了", "上下文"), ("请遍历整个批次", "遍歷"), ("第 9 课搭建了一个混合精度训练步骤", "搭建"),
+    ("词表大小", "詞表"), ("而不必再向驱动程序申请。", "申請"), ("所以要重启 Jupyter 内核", "重啟"),
+    ("例如索引越界", "越界"), ("CPU 核数的一半", "核數"), ("使用练习给出的名称和签名", "簽名"),
+    ("恢复默认值", "恢復"), ("用完之后恢复原样", "恢復"), ("只有在很长的训练日志里", "日誌"),
+    ("为权重生成的 16 位副本", "生成"), ("请保持每一行 `def` 和文档字符串不变", "文件字串"),
+]
+
+
+@pytest.mark.parametrize("simplified, mainland", SECOND_READER)
+def test_the_second_readers_mainland_words_are_gone(simplified, mainland):
+    assert mainland not in to_traditional(simplified)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
