@@ -17,6 +17,11 @@ if os.path.exists(ROSTER):
 if os.environ.get("COURSE_DB_URL"):
     c.CourseDirectory.db_url = os.environ["COURSE_DB_URL"]
 
+# `nbgrader collect` from an exchange every student can write (deploy/exchange/): a submission counts only
+# when its folder belongs to the Unix user its name claims (another is refused, loudly, and the student's
+# own stands), and only its regular files are copied, never through a link (course/plugins/exchange.py).
+c.ExchangeFactory.collect = "course.plugins.exchange.CollectOwnRegularFiles"
+
 # What students see where a solution was: both languages.
 c.ClearSolutions.code_stub = {
     "python": "# YOUR CODE HERE / 在此处编写代码\nraise NotImplementedError()",
