@@ -171,3 +171,39 @@ def test_the_course_configuration_runs_nbgraders_pipelines_with_the_courses_step
         assert [replaced.get(n, n) for n in names if n not in added] == nbgraders, names
         shown = [n.rpartition(".")[2] for n in names]
         assert [n for n in shown if n in steps] == steps, shown
+
+
+OVER_THE_PAGE = "position:fixed;top:0;left:0;width:100vw;height:100vh"
+
+
+def test_an_outputs_metadata_keeps_only_numbers_for_sizes_a_flag_and_a_text():
+    from course.plugins.pages import SanitizeSubmission
+
+    image = new_output("display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "x"}, metadata={
+        "image/png": {"width": f"1 style={OVER_THE_PAGE}", "height": 40, "unconfined": "yes", "alt": "a plot"},
+        "width": "50", "height": float("nan"), "filenames": {"image/png": "http://evil.invalid/x.png"},
+        "text/html": {"isolated": True}})
+    notebook = new_notebook(cells=[new_code_cell("plot()", outputs=[image])])
+    SanitizeSubmission().preprocess(notebook, {})
+    assert notebook.cells[0].outputs[0].metadata == {
+        "image/png": {"height": 40, "alt": "a plot"}, "width": "50", "text/html": {}}
+
+
+@pytest.mark.parametrize("markdown, kept, dropped", [
+    ("![plot](http://evil.invalid/p.png)", '<img alt="plot"', "evil.invalid"),
+    ("[log in](http://evil.invalid/login)", '<a href="http://evil.invalid/login">log in</a>', None),
+    ("[run](javascript:alert(1)) [page](data:text/html,x)", "<a>run</a> <a>page</a>", "alert"),
+    (f'<div style="{OVER_THE_PAGE}" class="navbar-fixed-top">100 / 100</div>', "<div>100 / 100</div>", "fixed"),
+    ("<style>@import url(http://evil.invalid/x.css)</style>", "&lt;style&gt;", "<style>"),
+    ("<base href='http://evil.invalid/'><meta http-equiv='refresh' content='0'>", "&lt;base", "<meta"),
+    ("<form action='http://evil.invalid/'><input type='password'></form>", "&lt;form", "<input"),
+    ("| a | b |\n|:-|-:|\n| 1 | 2 |", '<td style="text-align:right;">2</td>', None),
+    ("```python\nimport torch\n```", '<span class="kn">import</span>', None),
+    ("# Notes", '<h1 id="Notes">Notes<a class="anchor-link" href="#Notes">', None),
+])
+def test_what_markdown_makes_of_a_submission_keeps_no_way_over_or_off_the_page(markdown, kept, dropped):
+    from course.plugins.pages import markdown2html
+
+    html = markdown2html({"cell": {}, "resources": {}}, markdown)
+    assert kept in html, html
+    assert dropped is None or dropped not in html, html
