@@ -22,6 +22,11 @@ if os.environ.get("COURSE_DB_URL"):
 # own stands), and only its regular files are copied, never through a link (course/plugins/exchange.py).
 c.ExchangeFactory.collect = "course.plugins.exchange.CollectOwnRegularFiles"
 
+# Nothing a submission writes reaches the instructor's terminal raw: every nbgrader command's log lines (file
+# names, the kernels' output, nbgrader's own messages) show control characters and escape sequences as
+# `\x1b`, never obey them (course/terminal.py); nbgrader's formatter otherwise, colours included.
+c.Application.logging_config = {"formatters": {"console": {"class": "course.terminal.VisibleLogFormatter"}}}
+
 # What students see where a solution was: both languages.
 c.ClearSolutions.code_stub = {
     "python": "# YOUR CODE HERE / 在此处编写代码\nraise NotImplementedError()",

@@ -7,6 +7,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from autograder.messages import message
 
 from .grade import submitted_students
+from .terminal import visible
 
 
 def registered(db_url: str, assignment: str) -> bool:
@@ -24,7 +25,7 @@ def warn_not_on_roster(root: Path, db_url: str, assignment: str):
         known = {student.id for student in gradebook.students}
     unknown = [s for s in submitted_students(root.resolve(), assignment) if s not in known]
     if unknown:
-        print(message("not_on_roster", students=", ".join(unknown), assignment=assignment), flush=True)
+        print(message("not_on_roster", students=", ".join(map(visible, unknown)), assignment=assignment), flush=True)
 
 
 def print_hand_grading(db_url: str, assignment: str, every_student=False):
@@ -34,11 +35,12 @@ def print_hand_grading(db_url: str, assignment: str, every_student=False):
         waiting = 0
         for submission in submissions:
             grades = [g for n in submission.notebooks for g in n.grades]
-            fields = dict(student=submission.student_id, score=submission.score, max_score=submission.max_score)
+            student = visible(submission.student_id)  # a folder's name: no control character reaches the terminal
+            fields = dict(student=student, score=submission.score, max_score=submission.max_score)
             if any(is_test_grade(g) and g.auto_score is None and g.manual_score is None for g in grades):
                 # a test cell without a score: autograde never got through this submission (a file that
                 # is not a notebook, say); nothing in it waits for a person yet
-                print(message("status_not_autograded", student=submission.student_id, assignment=assignment))
+                print(message("status_not_autograded", student=student, assignment=assignment))
                 continue
             cells = [g.name for g in grades if g.needs_manual_grade]
             waiting += bool(cells)

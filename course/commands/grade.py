@@ -1,7 +1,9 @@
 """`course grade`: autograde a class with nbgrader, several submissions at a time (the work itself is
 course/grade.py), after checking the sandbox, the gradebook and the roster."""
 import argparse
+import contextlib
 import os
+import sys
 from pathlib import Path
 
 from autograder.messages import Bilingual, message, text
@@ -9,6 +11,7 @@ from autograder.messages import Bilingual, message, text
 from .. import grade, settings
 from ..gradebook import print_hand_grading, registered, warn_not_on_roster
 from ..kernels import sandbox
+from ..terminal import OwnLines, visible
 from . import say
 
 HELP = "autograde a class in parallel / 并行自动评分整个班级"
@@ -46,7 +49,15 @@ def shard(given: str) -> tuple[int, int]:
 
 
 def run(args) -> int:
-    """Grade everything in submitted/ with nbgrader's autograde, several submissions at a time."""
+    """Grade everything in submitted/ with nbgrader's autograde, several submissions at a time. Every line
+    this command writes itself starts with course.terminal.OWN; lines quoted from a submission's grading log
+    start with an indent and the student's name instead, so none of them can pass for one of its own."""
+    terminal = sys.stdout
+    with contextlib.redirect_stdout(OwnLines(terminal)):
+        return _grade(args, quote=lambda lines: print(lines, file=terminal, flush=True))
+
+
+def _grade(args, quote) -> int:
     root = Path(args.root)
     if not (root / "nbgrader_config.py").exists() or not (root / "source" / args.assignment).is_dir():
         say(f"! {root.resolve()} is not a course folder with source/{args.assignment} and nbgrader_config.py.",
@@ -69,13 +80,15 @@ def run(args) -> int:
     warn_not_on_roster(root, db_url, args.assignment)
     outcome = grade.grade(Path(args.root), args.assignment, args.jobs, config, args.student or None,
                                 progress=lambda line: print(line, flush=True),
-                                fork_server=not args.no_fork_server, shard=args.shard, force=args.force)
+                                fork_server=not args.no_fork_server, shard=args.shard, force=args.force,
+                                quote=quote)
     say(f"Graded {len(outcome.graded)} submission(s) in {outcome.seconds:.1f} s with {args.jobs} job(s).",
         f"用 {args.jobs} 个并行任务在 {outcome.seconds:.1f} 秒内评完 {len(outcome.graded)} 份提交。")
     if outcome.unchanged:
         print(message("grade_unchanged", count=len(outcome.unchanged), assignment=args.assignment), flush=True)
     for student, error in sorted(outcome.failed.items()):
         error = error if isinstance(error, Bilingual) else Bilingual(error, error)
+        student = visible(student)
         say(f"! {student}: not graded: {error.en}", f"! {student}：未评分：{error.zh}")
     print(message("grading_logs", folder=outcome.logs), flush=True)
     print_hand_grading(db_url, args.assignment)
