@@ -272,7 +272,7 @@ def warnings_in(log: str) -> list[str]:
         if re.match(r"\[[\w.]+ \| (WARNING|ERROR|CRITICAL)\] ", record) and REGRADED not in record:
             lines = record.rstrip().splitlines()
             shown = lines[:SHOWN_LINES] + ([f"      … ({len(lines) - SHOWN_LINES} more)"] if len(lines) > SHOWN_LINES else [])
-            found.append("\n".join(shown))
+            found.append(visible("\n".join(shown), keep_lines=True))  # already so in _whole_log's: defence in depth
     return found
 
 
