@@ -242,8 +242,10 @@ class _whole_log:
     """Everything one autograde logs, in order, as `nbgrader autograde` prints it: its application's
     log, and what classes without a parent application log through traitlets' own logger (the kernel
     manager and its provisioner: the sandbox's `kernel>` lines, a dead kernel). Outside an nbgrader
-    command that logger has no handler, and those lines would be lost. Formatted as nbgrader's console
-    is (nbgrader_config.py): control characters visible, a record's later lines indented."""
+    command that logger has no handler, and those lines would be lost. Python's warnings too (nbformat's
+    about a crafted notebook, say): they belong to the student's log, not raw on the terminal. Formatted
+    as nbgrader's console is (nbgrader_config.py): control characters visible, a record's later lines
+    indented."""
     FORMAT = "[AutogradeApp | %(levelname)s] %(message)s"
 
     def __enter__(self) -> io.StringIO:
@@ -252,12 +254,14 @@ class _whole_log:
         self.buffer, self.handler = io.StringIO(), logging.StreamHandler()
         self.handler.setStream(self.buffer)
         self.handler.setFormatter(VisibleLogFormatter(self.FORMAT, color=False))
-        self.loggers = [logging.getLogger("AutogradeApp"), get_logger()]
+        self.loggers = [logging.getLogger("AutogradeApp"), get_logger(), logging.getLogger("py.warnings")]
         for logger in self.loggers:
             logger.addHandler(self.handler)
+        logging.captureWarnings(True)
         return self.buffer
 
     def __exit__(self, *exc):
+        logging.captureWarnings(False)
         for logger in self.loggers:
             logger.removeHandler(self.handler)
 
