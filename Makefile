@@ -121,8 +121,10 @@ shared-install:  ## as root: the course's environment for every user of a shared
 student-bundle: install  ## what students install, without solutions or hidden tests: build/student-bundle/ and .tar.gz
 	$(BIN)/python -m course.authoring.student_bundle build/student-bundle
 
-clean:
-	rm -rf build gradebook.db submitted autograded feedback
+# Only what make built. The course folder's class (gradebook.db, submitted/, autograded/, feedback/, logs/)
+# is the instructor's record of a term: no target deletes it (README, "Instructors").
+clean:  ## remove build/ (the demo classes, the student bundle, test artefacts); never a gradebook or a submission
+	rm -rf build
 
 .PHONY: mutation
 mutation: install  ## mutation testing (mutmut) of autograder/checks/ against the fast unit tests; lists surviving mutants
