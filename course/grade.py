@@ -74,14 +74,14 @@ def in_shard(students, shard: tuple[int, int]) -> list[str]:
 
 def grade(root: Path, assignment: str, jobs: int, config, students=None, progress=print,
           fork_server=True, shard: tuple[int, int] | None = None, force=False) -> Outcome:
-    """Autograde `assignment` for `students` (everyone in submitted/) with `config`, the course's
+    """Autograde `assignment` for `students` (None: everyone in submitted/) with `config`, the course's
     settings (course/settings.py), in `jobs` worker processes.
 
     As plain `nbgrader autograde`: a submission already graded and not submitted again since is left
     as it is (its hand grading too: nbgrader flags every hand-graded answer of a submission it regrades
     for review again); `force` regrades every one, as `nbgrader autograde --force`."""
     root = Path(root).resolve()
-    students = students or submitted_students(root, assignment)
+    students = submitted_students(root, assignment) if students is None else students
     if shard:
         total, students = len(students), in_shard(students, shard)
         shown = text("shard_selected", index=shard[0], count=shard[1], selected=len(students), total=total)

@@ -1,12 +1,8 @@
 """The gradebook queries of the `course` commands: whether an assignment is registered, who submitted
 without being on the roster, and what still waits for grading by hand."""
-from pathlib import Path
-
 from nbgrader.api import Gradebook, MissingEntry
 
 from autograder.messages import message
-
-from .grade import submitted_students
 
 
 def registered(db_url: str, assignment: str) -> bool:
@@ -17,14 +13,11 @@ def registered(db_url: str, assignment: str) -> bool:
             return False
 
 
-def warn_not_on_roster(root: Path, db_url: str, assignment: str):
-    if not (root / "roster.csv").exists():
-        return
+def off_roster(db_url: str, students) -> list[str]:
+    """Those of `students` the gradebook does not know (not on the roster that `course setup` imported)."""
     with Gradebook(db_url) as gradebook:
         known = {student.id for student in gradebook.students}
-    unknown = [s for s in submitted_students(root.resolve(), assignment) if s not in known]
-    if unknown:
-        print(message("not_on_roster", students=", ".join(unknown), assignment=assignment), flush=True)
+    return [student for student in students if student not in known]
 
 
 def print_hand_grading(db_url: str, assignment: str, every_student=False):

@@ -7,9 +7,10 @@ from pathlib import Path
 from autograder.messages import Bilingual, message, text
 
 from .. import grade, settings
-from ..gradebook import print_hand_grading, registered, warn_not_on_roster
+from ..grade import submitted_students
+from ..gradebook import off_roster, print_hand_grading, registered
 from ..kernels import sandbox
-from . import say
+from . import is_course_with, say
 
 HELP = "autograde a class in parallel / 并行自动评分整个班级"
 
@@ -48,9 +49,7 @@ def shard(given: str) -> tuple[int, int]:
 def run(args) -> int:
     """Grade everything in submitted/ with nbgrader's autograde, several submissions at a time."""
     root = Path(args.root)
-    if not (root / "nbgrader_config.py").exists() or not (root / "source" / args.assignment).is_dir():
-        say(f"! {root.resolve()} is not a course folder with source/{args.assignment} and nbgrader_config.py.",
-            f"! {root.resolve()} 不是包含 source/{args.assignment} 和 nbgrader_config.py 的课程目录。")
+    if not is_course_with(root, args.assignment, "grade"):
         return 2
     config = settings.load(root)
     if args.no_sandbox:
@@ -66,8 +65,14 @@ def run(args) -> int:
     if not registered(db_url, args.assignment):
         print(message("not_registered", assignment=args.assignment, gradebook=db_url), flush=True)
         return 2
-    warn_not_on_roster(root, db_url, args.assignment)
-    outcome = grade.grade(Path(args.root), args.assignment, args.jobs, config, args.student or None,
+    students = args.student or submitted_students(root.resolve(), args.assignment)
+    if config.Autograde.get("create_student", True) is False:
+        # nbgrader would refuse each of them with a traceback (MissingEntry), on every run: named once instead
+        unknown = off_roster(db_url, students)
+        if unknown:
+            print(message("not_on_roster", students=", ".join(unknown), assignment=args.assignment), flush=True)
+            students = [student for student in students if student not in unknown]
+    outcome = grade.grade(Path(args.root), args.assignment, args.jobs, config, students,
                                 progress=lambda line: print(line, flush=True),
                                 fork_server=not args.no_fork_server, shard=args.shard, force=args.force)
     say(f"Graded {len(outcome.graded)} submission(s) in {outcome.seconds:.1f} s with {args.jobs} job(s).",
