@@ -95,16 +95,17 @@ def teaches() -> dict:
 
 def section(key, hint) -> dict | None:
     """Where the lesson teaches the point of a diagnostic: its hint's section, else its own.
-    {"lesson", "en", "zh"}: the lesson's file name and the section's heading in each language."""
+    {"lesson", "en", "zh"}: the lesson's file name and the section's heading in each language, both from
+    teaches.json, since the lessons are not installed where `course insights` runs on a shared machine."""
     found = teaches().get(hint) or teaches().get(key)
     if found is None:
         return None
-    return {"lesson": found["lesson"], "en": found["section"], "zh": chinese_heading(found["lesson"], found["section"])}
+    return {"lesson": found["lesson"], "en": found["section"], "zh": found["section_zh"]}
 
 
-@cache
 def chinese_heading(lesson: str, heading: str) -> str:
-    """The Chinese twin of an English section heading of a lesson ('' if the lesson is not here)."""
+    """The Chinese twin of an English section heading of a lesson in notebooks/ ('' if the lesson is not
+    there): what teaches.json's `section_zh` must say (tests/unit/test_insights.py)."""
     path = LESSONS / f"{lesson}.ipynb"
     if not path.exists():
         return ""
