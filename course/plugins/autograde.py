@@ -423,13 +423,22 @@ def decided_outputs(record, kernel_error) -> list:
     if record.get("passed") is True and kernel_error is None:
         return [NotebookNode(output_type="stream", name="stdout", text=message("verdict_passed") + "\n")]
     outputs = []
-    if record.get("passed") is not True:
+    passed = record.get("passed") is True
+    if not passed:
         shown = printable(record.get("message") or message(record.get("key") or "verdict_missing"))
         outputs.append(NotebookNode(output_type="error", ename="AssertionError", evalue=shown, traceback=[shown]))
+        if kernel_error is not None and _same_diagnostic(kernel_error, shown):
+            return outputs  # the visible test failed in the kernel as the grader's check did: shown once
     if kernel_error is not None:
-        shown = message("own_run_failed") + "\n" + printable(kernel_error)
+        # the note says what happened: the grader's calls passed, or the cell failed in both runs
+        shown = message("own_run_failed" if passed else "own_run_failed_too") + "\n" + printable(kernel_error)
         outputs.append(NotebookNode(output_type="error", ename="OwnRunFailed", evalue=shown, traceback=[shown]))
     return outputs
+
+
+def _same_diagnostic(kernel_error: str, shown: str) -> bool:
+    """Whether the kernel's own error (`ename: evalue`) is the diagnostic the verdict gives."""
+    return printable(kernel_error.partition(": ")[2]).strip() == shown.strip()
 
 
 class NotebookOverBudget(CellTimeoutError):
