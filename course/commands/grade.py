@@ -8,7 +8,7 @@ from autograder.messages import Bilingual, message, text
 
 from .. import grade, settings
 from ..grade import submitted_students
-from ..gradebook import off_roster, print_hand_grading, registered
+from ..gradebook import off_roster, print_hand_grading, print_late, registered
 from ..kernels import sandbox
 from . import is_course_with, say
 
@@ -83,6 +83,7 @@ def run(args) -> int:
         error = error if isinstance(error, Bilingual) else Bilingual(error, error)
         say(f"! {student}: not graded: {error.en}", f"! {student}：未评分：{error.zh}")
     print(message("grading_logs", folder=outcome.logs), flush=True)
+    print_late(db_url, args.assignment)
     print_hand_grading(db_url, args.assignment)
     if not outcome.graded and not outcome.unchanged and not (args.shard and not outcome.failed):  # a shard may hold no student
         print(message("nothing_graded", assignment=args.assignment, folder=root.resolve() / "submitted"), flush=True)

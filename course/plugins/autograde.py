@@ -28,6 +28,27 @@ def is_test_cell(cell) -> bool:
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
 
 
+class ForgetStaleFeedback(NbGraderPreprocessor):
+    """A submission graded again has no feedback until `nbgrader generate_feedback` makes it anew.
+
+    generate_feedback skips a student whose feedback is as new as the submission's timestamp.txt, and a
+    regrade (`--force`, after changing the tests) keeps that timestamp: the old page, with the old points,
+    would stay and `release_feedback` would send it. So the grading of a submission removes its feedback
+    folder first; `generate_feedback` then writes it again (or holds it back while hand grading waits).
+    First in the sanitize preprocessors: whatever happens to the grading, the old page is gone."""
+
+    def preprocess(self, nb, resources):
+        from nbgrader.coursedir import CourseDirectory
+
+        folders = CourseDirectory(config=self.config)
+        info = resources["nbgrader"]
+        stale = folders.format_path(folders.feedback_directory, info["student"], info["assignment"])
+        if os.path.isdir(stale):
+            self.log.info(message("feedback_removed", student=info["student"], folder=stale))
+            shutil.rmtree(stale)
+        return nb, resources
+
+
 class DropMalformedMetadata(NbGraderPreprocessor):
     """Cells whose nbgrader metadata is not of the shape nbgrader writes lose it.
 
@@ -455,11 +476,12 @@ def _nbgrader_default(trait) -> list:
 
 
 def sanitize_pipeline() -> list:
-    """nbgrader's sanitize preprocessors for autograde (the submission before anything runs), with cells of
+    """nbgrader's sanitize preprocessors for autograde (the submission before anything runs), after the
+    submission's old feedback is removed (ForgetStaleFeedback), with cells of
     malformed nbgrader metadata or unknown grade ids made ordinary cells, and OverwriteCells that does not
     warn about test cells left as released (their hidden tests make the checksum differ), so that a warning
     in the log means a test cell was really changed."""
-    pipeline = _nbgrader_default("sanitize_preprocessors")
+    pipeline = [f"{__name__}.ForgetStaleFeedback", *_nbgrader_default("sanitize_preprocessors")]
     pipeline.insert(pipeline.index(DeduplicateIds), f"{__name__}.DropMalformedMetadata")
     pipeline.insert(pipeline.index(OverwriteCells), f"{__name__}.ForgetUnknownCells")
     pipeline[pipeline.index(OverwriteCells)] = f"{__name__}.OverwriteCellsQuietly"

@@ -161,9 +161,9 @@ def test_the_course_configuration_runs_nbgraders_pipelines_with_the_courses_step
     replaced = {"course.plugins.autograde.OverwriteCellsQuietly": "OverwriteCells",
                 "course.plugins.autograde.SafeExecute": "Execute"}
     added = {"course.plugins.autograde.DropMalformedMetadata", "course.plugins.autograde.ForgetUnknownCells",
-             "course.plugins.autograde.DecideGrades"}
-    for trait, steps in [("sanitize_preprocessors", ["DropMalformedMetadata", "DeduplicateIds", "ForgetUnknownCells",
-                                                     "OverwriteCellsQuietly"]),
+             "course.plugins.autograde.DecideGrades", "course.plugins.autograde.ForgetStaleFeedback"}
+    for trait, steps in [("sanitize_preprocessors", ["ForgetStaleFeedback", "DropMalformedMetadata", "DeduplicateIds",
+                                                     "ForgetUnknownCells", "OverwriteCellsQuietly"]),
                          ("autograde_preprocessors", ["SafeExecute", "DecideGrades", "SaveAutoGrades"])]:
         pipeline = configured[trait]
         names = [step if isinstance(step, str) else step.__name__ for step in pipeline]
@@ -171,3 +171,43 @@ def test_the_course_configuration_runs_nbgraders_pipelines_with_the_courses_step
         assert [replaced.get(n, n) for n in names if n not in added] == nbgraders, names
         shown = [n.rpartition(".")[2] for n in names]
         assert [n for n in shown if n in steps] == steps, shown
+
+
+def test_grading_a_submission_again_removes_its_old_feedback_only(tmp_path):
+    """generate_feedback skips feedback as new as the submission's timestamp, which a regrade keeps: the old
+    page would go out with `release_feedback` (issue 43). Grading removes it; other students' stay."""
+    from traitlets.config import Config
+
+    from course.plugins.autograde import ForgetStaleFeedback
+
+    for student in ("ann", "bob"):
+        (tmp_path / "feedback" / student / "a1").mkdir(parents=True)
+        (tmp_path / "feedback" / student / "a1" / "a1.html").write_text("old points")
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+    resources = {"nbgrader": {"student": "ann", "assignment": "a1", "notebook": "a1"}}
+    ForgetStaleFeedback(config=config).preprocess(new_notebook(), resources)
+    assert not (tmp_path / "feedback" / "ann" / "a1").exists()
+    assert (tmp_path / "feedback" / "bob" / "a1" / "a1.html").read_text() == "old points"
+    ForgetStaleFeedback(config=config).preprocess(new_notebook(), resources)  # nothing there: nothing to do
+
+
+def test_status_names_the_submissions_late_by_the_gradebooks_due_date(gradebook, capsys):
+    """`nbgrader collect --update` brings a late resubmission in; `course grade` and `course status` say who
+    is late by the due date nbgrader's gradebook holds (issue 43)."""
+    from datetime import datetime
+
+    from course.gradebook import print_late
+
+    print_late(gradebook, "a1")  # no due date: nobody is late
+    assert capsys.readouterr().out == ""
+    with Gradebook(gradebook) as book:
+        book.update_or_create_assignment("a1", duedate=datetime(2026, 3, 1, 12, 0))
+        book.add_student("bo")
+        book.add_submission("a1", "bo", timestamp=datetime(2026, 3, 1, 13, 30, 5))
+        book.find_submission("a1", "ada").timestamp = datetime(2026, 3, 1, 11, 0)
+        book.db.commit()
+    print_late(gradebook, "a1")
+    shown = capsys.readouterr().out
+    assert shows(shown, "status_late") and "bo: " in shown and "91 min" in shown and "2026-03-01 12:00" in shown, shown
+    assert "ada" not in shown, shown
