@@ -247,3 +247,30 @@ def test_students_cannot_read_the_course_folder_or_a_classmates_home(lifecycle):
         assert not m.can_read("alice", path), f"alice can read / alice 可以读取 {path}"
     for folder in [m.course, m.course / "submitted", bob_home]:
         assert not m.can_list("alice", folder), f"alice can list / alice 可以列出 {folder}"
+
+
+def test_the_set_up_makes_the_instructors_home_private(tmp_path):
+    """A new user's home is 0755 on most distributions: before issue 43 every student could read what the
+    instructor kept there (a checkout with the solutions, exported grades). Checked as the users."""
+    unix_users.require_root()
+    top = unix_users.world_readable_folder("course-homes-")
+    try:
+        (top / "homes").mkdir(mode=0o755)
+        with unix_users.users(["teacher", "alice"], top / "homes") as users:
+            home = unix_users.home_of(users["teacher"])
+            home.chmod(0o755)
+            kept = home / "grades.csv"
+            kept.write_text("alice,12\n")
+            kept.chmod(0o644)
+            done = subprocess.run([ROOT / "deploy" / "exchange" / "setup-exchange.sh", users["teacher"], users["alice"]],
+                                  capture_output=True, text=True,
+                                  env={**os.environ, "EXCHANGE_ROOT": str(top / "exchange"),
+                                       "JUPYTER_SYSTEM_CONFIG": str(top / "etc-jupyter")})
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert home.stat().st_mode & 0o777 == 0o700
+            read = unix_users.run_as(users["alice"], ["cat", kept], cwd=Path("/"))
+            assert read.returncode != 0 and "alice,12" not in read.stdout, read.stdout
+            mine = unix_users.run_as(users["teacher"], ["cat", kept], cwd=Path("/"))
+            assert mine.returncode == 0 and "alice,12" in mine.stdout, mine.stderr
+    finally:
+        subprocess.run(["rm", "-rf", str(top)])
