@@ -37,6 +37,7 @@ class Exercise:
     graded: list = field(default_factory=list)   # students with a grade for this cell
     full: list = field(default_factory=list)     # ... who got all its points
     causes: dict = field(default_factory=lambda: defaultdict(list))  # (key, hint) → students
+    lost: dict = field(default_factory=dict)     # student → the points they lost here
 
     def ranked(self):
         """(key, hint, students), the most frequent first."""
@@ -70,6 +71,7 @@ def read_class(root: Path, assignment: str) -> list[Exercise]:
                     if grade.score >= grade.max_score:
                         exercise.full.append(student)
                     else:
+                        exercise.lost[student] = grade.max_score - grade.score
                         found = shown.get(grade.name, {})
                         exercise.causes[(found.get("key", NOT_RECORDED), found.get("hint"))].append(student)
     return list(exercises.values())
@@ -116,6 +118,33 @@ def chinese_heading(lesson: str, heading: str) -> str:
             twin = next((line for line in cells[index + 1].source.splitlines() if line.startswith("#")), "")
             return twin.lstrip("#").strip()
     return ""
+
+
+@dataclass
+class Misconception:
+    """One diagnostic across the whole assignment: the points it cost, who lost them, in which exercises."""
+    key: str
+    hint: str | None
+    points: float = 0.0
+    students: set = field(default_factory=set)
+    exercises: list = field(default_factory=list)
+
+
+def costliest(exercises: list[Exercise], count: int = 3) -> list[Misconception]:
+    """The `count` misconceptions that cost the class the most points, summed over every exercise where a
+    student hit them: what to reteach first. Only diagnostics a lesson section teaches count (not an
+    unanswered exercise, a crash or a time-out: those are not a misunderstanding of the course)."""
+    found = {}
+    for exercise in exercises:
+        for key, hint, students in exercise.ranked():
+            if section(key, hint) is None:
+                continue
+            misconception = found.setdefault((key, hint), Misconception(key, hint))
+            misconception.points += sum(exercise.lost.get(student, 0.0) for student in students)
+            misconception.students.update(students)
+            misconception.exercises.append(exercise.grade_id)
+    ranked = sorted(found.values(), key=lambda m: (-m.points, -len(m.students), m.key, m.hint or ""))
+    return ranked[:count]
 
 
 def label(key, hint) -> tuple[str, str]:
@@ -187,9 +216,38 @@ details {{ font-size: 90%; color: #555; }}
 </style></head><body>
 <h1>{title}</h1>
 <p>{intro_en}<br><span class="zh">{intro_zh}</span></p>
+{summary}
 {sections}
 </body></html>
 """
+
+
+def taught_in(where: dict | None) -> str:
+    """The lesson section as HTML, in both languages."""
+    if where is None:
+        return "—"
+    number = int(where["lesson"].split("_")[0])
+    return (f'Lesson {number} § {html.escape(where["en"])}'
+            + (f'<br><span class="zh">第 {number} 课 § {html.escape(where["zh"])}</span>' if where["zh"] else ""))
+
+
+def class_summary(exercises: list[Exercise]) -> str:
+    """The top of the page: the costliest misconceptions, each with the section to reteach."""
+    graded = max((len(exercise.graded) for exercise in exercises), default=0)
+    items = []
+    for misconception in costliest(exercises):
+        en, zh = label(misconception.key, misconception.hint)
+        items.append(f'<li><b>{misconception.points:g} points</b> · {len(misconception.students)} of {graded} students · '
+                     f'<code>{html.escape(", ".join(misconception.exercises))}</code><br>{html.escape(en)}'
+                     f'<br><span class="zh">{html.escape(zh)}</span><br>'
+                     f'{taught_in(section(misconception.key, misconception.hint))}</li>')
+    if not items:
+        return ('<section id="summary"><h2>Reteach first / 优先重讲</h2><p>No misconception of the course cost this '
+                'class any points. · <span class="zh">没有任何课程中的误解让这个班级失分。</span></p></section>')
+    return ('<section id="summary"><h2>Reteach first / 优先重讲</h2>'
+            f'<p>The misconceptions that cost the class the most points, over all exercises ({graded} students graded). '
+            f'<span class="zh">让全班失分最多的误解，统计所有练习（共 {graded} 名学生已评分）。</span></p>'
+            f'<ol>{"".join(items)}</ol></section>')
 
 
 def write_html(assignment: str, exercises: list[Exercise], path: Path) -> Path:
@@ -198,10 +256,7 @@ def write_html(assignment: str, exercises: list[Exercise], path: Path) -> Path:
         rows = []
         for key, hint, students in exercise.ranked():
             en, zh = label(key, hint)
-            where = section(key, hint)
-            number = int(where["lesson"].split("_")[0]) if where else 0
-            taught = (f'Lesson {number} § {html.escape(where["en"])}'
-                      + (f'<br><span class="zh">第 {number} 课 § {html.escape(where["zh"])}</span>' if where["zh"] else "")) if where else "—"
+            taught = taught_in(section(key, hint))
             rows.append(f'<tr><td class="count">{len(students)}</td><td><code>{html.escape(key)}</code>'
                         f'{"<br><code>" + html.escape(hint) + "</code>" if hint else ""}</td>'
                         f'<td>{html.escape(en)}<br><span class="zh">{html.escape(zh)}</span></td><td>{taught}</td>'
@@ -217,7 +272,7 @@ def write_html(assignment: str, exercises: list[Exercise], path: Path) -> Path:
         intro_en=("For each exercise: how many students lost its points to each diagnostic of the course "
                   "(by message key, the same in both languages), and the lesson section that teaches the point."),
         intro_zh="每道练习：有多少名学生因课程的哪条诊断信息失分（按消息键统计，两种语言相同），以及讲解这一点的课程小节。",
-        sections="\n".join(sections))
+        summary=class_summary(exercises), sections="\n".join(sections))
     path.write_text(page, encoding="utf-8")
     return path
 

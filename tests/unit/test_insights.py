@@ -105,3 +105,38 @@ def test_the_page_escapes_student_ids_and_runs_no_script(tmp_path):
                       "message_key": "forgot_assignment", "hint_key": "", "students": "1", "share": "0.50",
                       "lesson": "02_tensor_to", "section": "Out-of-place: the result must be assigned",
                       "student_ids": hostile}]
+
+
+def test_the_summary_ranks_misconceptions_by_the_points_they_cost_the_whole_class():
+    """A teacher's Monday (issue 43): the three misconceptions that cost the most points over every exercise,
+    each with its lesson section; an unanswered exercise is not a misconception."""
+    def exercise(grade_id, points, causes):
+        found = insights.Exercise(grade_id, points, graded=["a", "b", "c", "d"])
+        for cause, students in causes.items():
+            found.causes[cause] = students
+            found.lost.update({student: points for student in students})
+        return found
+
+    exercises = [
+        exercise("test_to_device", 2, {("forgot_assignment", None): ["a", "b"], ("not_answered", None): ["c", "d"]}),
+        exercise("test_match", 3, {("forgot_assignment", None): ["c"], ("device_mismatch", None): ["a", "b"]}),
+        exercise("test_pick_device", 1, {("wrong_device_type", "device_hint_order"): ["a"],
+                                         ("not_a_device", None): ["b", "c", "d"]}),
+    ]
+    ranked = insights.costliest(exercises)
+    assert [(m.key, m.points, sorted(m.students)) for m in ranked] == [
+        ("forgot_assignment", 7, ["a", "b", "c"]), ("device_mismatch", 6, ["a", "b"]), ("not_a_device", 3, ["b", "c", "d"])]
+    assert ranked[0].exercises == ["test_to_device", "test_match"]
+    shown = insights.class_summary(exercises)
+    assert shown.index("<b>7 points") < shown.index("<b>6 points") < shown.index("<b>3 points")
+    where = insights.section("forgot_assignment", None)
+    assert where["en"] in shown and where["zh"] in shown and "7 points" in shown and "3 of 4 students" in shown
+    assert "not_answered" not in shown and "优先重讲" in shown
+
+
+def test_the_page_starts_with_the_summary(tmp_path):
+    exercise = insights.Exercise("test_to_device", 2, graded=["a"])
+    exercise.causes[("forgot_assignment", None)] = ["a"]
+    exercise.lost["a"] = 2
+    shown = insights.write_html("a1_tensor_to", [exercise], tmp_path / "a1.html").read_text("utf-8")
+    assert shown.index('id="summary"') < shown.index("<svg")
