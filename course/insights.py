@@ -23,7 +23,7 @@ from autograder.messages import catalogue, text
 
 from . import settings
 from .classroom import ROOT, natural_order
-from .plugins.autograde import DIAGNOSIS
+from .plugins.autograde import ATTEMPTS, DIAGNOSIS, attempts_file  # noqa: F401  (attempts_file: where they are)
 
 LESSONS = ROOT / "notebooks"
 NOT_RECORDED = "insights_not_recorded"  # a test cell autograded before the grader stored its keys
@@ -75,6 +75,54 @@ def read_class(root: Path, assignment: str) -> list[Exercise]:
                         found = shown.get(grade.name, {})
                         exercise.causes[(found.get("key", NOT_RECORDED), found.get("hint"))].append(student)
     return list(exercises.values())
+
+
+@dataclass
+class FirstAttempt:
+    """A diagnostic of a student's first graded submission, and what their latest one got in that cell."""
+    student: str
+    grade_id: str
+    key: str
+    hint: str | None
+    now: dict  # the latest attempt's diagnosis of that cell ({}: every point)
+
+
+def first_attempts(root: Path, assignment: str) -> list[FirstAttempt]:
+    """The mistakes of the first graded submission of every student who submitted more than once."""
+    found = []
+    for path in sorted((Path(root) / ATTEMPTS / assignment).glob("*.json"), key=lambda p: natural_order(p.stem)):
+        recorded = json.loads(path.read_text("utf-8"))
+        if len(recorded) < 2:
+            continue
+        times = sorted(recorded)
+        first, latest = recorded[times[0]], recorded[times[-1]]
+        for notebook, cells in sorted(first.items()):
+            for grade_id, diagnosis in cells.items():
+                if diagnosis.get("key") in catalogue():
+                    hint = diagnosis.get("hint") if diagnosis.get("hint") in catalogue() else None
+                    found.append(FirstAttempt(path.stem, grade_id, diagnosis["key"], hint,
+                                              latest.get(notebook, {}).get(grade_id, {})))
+    return found
+
+
+def first_attempts_html(found: list[FirstAttempt]) -> str:
+    """The first attempts of students who resubmitted, apart from the counts above (which are the latest)."""
+    if not found:
+        return ""
+    rows = []
+    for attempt in found:
+        en, zh = label(attempt.key, attempt.hint)
+        now = ("✓ all points / 满分" if not attempt.now.get("key")
+               else f'<code>{html.escape(attempt.now["key"])}</code>')
+        rows.append(f"<tr><td>{html.escape(attempt.student)}</td><td><code>{html.escape(attempt.grade_id)}</code></td>"
+                    f"<td><code>{html.escape(attempt.key)}</code><br>{html.escape(en)}<br>"
+                    f'<span class="zh">{html.escape(zh)}</span></td><td>{taught_in(section(attempt.key, attempt.hint))}</td>'
+                    f"<td>{now}</td></tr>")
+    return ('<section id="first-attempts"><h2>First attempts of students who resubmitted / 重新提交的学生第一次提交时的错误</h2>'
+            "<p>The counts above are each student's latest graded submission; here is what their first one got "
+            'wrong. <span class="zh">上面的统计是每个学生最近一次评分的提交；这里是他们第一次提交时的错误。</span></p>'
+            "<table><tr><th>student / 学生</th><th>exercise / 练习</th><th>first attempt / 第一次提交</th>"
+            "<th>taught in / 讲解位置</th><th>latest / 最近一次</th></tr>" + "".join(rows) + "</table></section>")
 
 
 def stored_diagnoses(path: Path) -> dict[str, dict]:
@@ -250,7 +298,7 @@ def class_summary(exercises: list[Exercise]) -> str:
             f'<ol>{"".join(items)}</ol></section>')
 
 
-def write_html(assignment: str, exercises: list[Exercise], path: Path) -> Path:
+def write_html(assignment: str, exercises: list[Exercise], path: Path, first: list[FirstAttempt] = ()) -> Path:
     sections = []
     for exercise in exercises:
         rows = []
@@ -272,7 +320,7 @@ def write_html(assignment: str, exercises: list[Exercise], path: Path) -> Path:
         intro_en=("For each exercise: how many students lost its points to each diagnostic of the course "
                   "(by message key, the same in both languages), and the lesson section that teaches the point."),
         intro_zh="每道练习：有多少名学生因课程的哪条诊断信息失分（按消息键统计，两种语言相同），以及讲解这一点的课程小节。",
-        summary=class_summary(exercises), sections="\n".join(sections))
+        summary=class_summary(exercises), sections="\n".join(sections) + first_attempts_html(list(first)))
     path.write_text(page, encoding="utf-8")
     return path
 
@@ -281,5 +329,5 @@ def write(root: Path, assignment: str, out: Path) -> tuple[Path, Path]:
     """The page and the CSV of `assignment`'s graded class, written to the folder `out`."""
     exercises = read_class(Path(root), assignment)
     out.mkdir(parents=True, exist_ok=True)
-    return (write_html(assignment, exercises, out / f"{assignment}.html"),
+    return (write_html(assignment, exercises, out / f"{assignment}.html", first_attempts(Path(root), assignment)),
             write_csv(assignment, exercises, out / f"{assignment}.csv"))

@@ -426,6 +426,40 @@ def own_error(cell) -> str | None:
 DIAGNOSIS = "course_diagnosis"  # test-cell metadata of an autograded notebook: what `course insights` counts
 
 
+ATTEMPTS = "attempts"  # the course folder's attempts/ASSIGNMENT/STUDENT.json: each graded submission's diagnoses
+
+
+def attempts_file(root, assignment: str, student: str) -> str:
+    """Where the grader keeps what each graded submission of `student` got wrong, by submission time:
+    outside autograded/, which grading a resubmission replaces (`course insights` reads it)."""
+    return os.path.join(str(root), ATTEMPTS, assignment, f"{student}.json")
+
+
+class RememberAttempts(NbGraderPreprocessor):
+    """Keep the diagnoses of every graded submission, by the time it was submitted, so that a student's first
+    attempt is not lost when they resubmit (`course insights` shows it apart from the latest). Grading the same
+    submission again (`--force`) replaces its entry. After DecideGrades, which stores the diagnoses."""
+
+    def preprocess(self, nb, resources):
+        from nbgrader.coursedir import CourseDirectory
+
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gradebook:
+            submitted = gradebook.find_submission(info["assignment"], info["student"]).timestamp
+        cells = {cell.metadata["nbgrader"]["grade_id"]: dict(cell.metadata.get(DIAGNOSIS, {}))
+                 for cell in nb.cells if is_test_cell(cell)}
+        path = attempts_file(CourseDirectory(config=self.config).root, info["assignment"], info["student"])
+        recorded = {}
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as kept:
+                recorded = json.load(kept)
+        recorded.setdefault(str(submitted or ""), {})[info["notebook"]] = cells
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as kept:
+            json.dump(recorded, kept, indent=1, sort_keys=True)
+        return nb, resources
+
+
 def diagnosis(record, kernel_error) -> dict:
     """The message keys of why a test cell lost its points ({} when it kept them), from the grader's
     records only: the verdict's key and hint (checked against the catalogue there), else why there was
@@ -490,8 +524,10 @@ def sanitize_pipeline() -> list:
 
 def autograde_pipeline() -> list:
     """nbgrader's autograde preprocessors, with SafeExecute for Execute (a kernel that dies or hangs costs
-    only the cells that did not run) and DecideGrades before SaveAutoGrades reads the points."""
+    only the cells that did not run), DecideGrades before SaveAutoGrades reads the points, and
+    RememberAttempts at the end (each graded submission's diagnoses, for `course insights`)."""
     pipeline = [f"{__name__}.SafeExecute" if step is Execute else step
                 for step in _nbgrader_default("autograde_preprocessors")]
     pipeline.insert(pipeline.index(SaveAutoGrades), f"{__name__}.DecideGrades")
+    pipeline.append(f"{__name__}.RememberAttempts")
     return pipeline

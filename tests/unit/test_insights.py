@@ -5,6 +5,7 @@ catalogue points to, and a page that stays inert with a hostile student id.
 import csv
 import html
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -140,3 +141,30 @@ def test_the_page_starts_with_the_summary(tmp_path):
     exercise.lost["a"] = 2
     shown = insights.write_html("a1_tensor_to", [exercise], tmp_path / "a1.html").read_text("utf-8")
     assert shown.index('id="summary"') < shown.index("<svg")
+
+
+def test_a_students_first_attempt_is_kept_apart_from_the_latest(tmp_path):
+    """A resubmission replaces the autograded notebook; the grader's attempts/ file keeps the first one's
+    mistakes (issue 43), and the page shows them apart from the counts of the latest attempts."""
+    import json
+
+    def record(student, attempts):
+        path = Path(insights.attempts_file(tmp_path, "a1_tensor_to", student))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(attempts), "utf-8")
+
+    record("ann", {"2026-03-01 10:00:00": {"a1_tensor_to": {"test_to_device": {"key": "forgot_assignment"},
+                                                            "test_match": {}}},
+                   "2026-03-02 09:00:00": {"a1_tensor_to": {"test_to_device": {}, "test_match": {}}}})
+    record("bo", {"2026-03-01 11:00:00": {"a1_tensor_to": {"test_to_device": {"key": "forgot_assignment"}}}})
+    record("cy", {"2026-03-03 08:00:00": {"a1_tensor_to": {"test_match": {"key": "device_mismatch"}}},
+                  "2026-03-01 08:00:00": {"a1_tensor_to": {"test_match": {"key": "not_a_device", "hint": "made_up"}}}})
+    found = insights.first_attempts(tmp_path, "a1_tensor_to")
+    assert [(a.student, a.grade_id, a.key, a.hint, a.now) for a in found] == [
+        ("ann", "test_to_device", "forgot_assignment", None, {}),
+        ("cy", "test_match", "not_a_device", None, {"key": "device_mismatch"})]  # bo submitted once
+    shown = insights.first_attempts_html(found)
+    assert "<td>ann</td>" in shown and "✓ all points" in shown and "device_mismatch" in shown and "<td>bo</td>" not in shown
+    assert "第一次提交" in shown
+    page = insights.write_html("a1_tensor_to", [], tmp_path / "a1.html", found).read_text("utf-8")
+    assert 'id="first-attempts"' in page

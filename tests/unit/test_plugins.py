@@ -161,10 +161,12 @@ def test_the_course_configuration_runs_nbgraders_pipelines_with_the_courses_step
     replaced = {"course.plugins.autograde.OverwriteCellsQuietly": "OverwriteCells",
                 "course.plugins.autograde.SafeExecute": "Execute"}
     added = {"course.plugins.autograde.DropMalformedMetadata", "course.plugins.autograde.ForgetUnknownCells",
-             "course.plugins.autograde.DecideGrades", "course.plugins.autograde.ForgetStaleFeedback"}
+             "course.plugins.autograde.DecideGrades", "course.plugins.autograde.ForgetStaleFeedback",
+             "course.plugins.autograde.RememberAttempts"}
     for trait, steps in [("sanitize_preprocessors", ["ForgetStaleFeedback", "DropMalformedMetadata", "DeduplicateIds",
                                                      "ForgetUnknownCells", "OverwriteCellsQuietly"]),
-                         ("autograde_preprocessors", ["SafeExecute", "DecideGrades", "SaveAutoGrades"])]:
+                         ("autograde_preprocessors", ["SafeExecute", "DecideGrades", "SaveAutoGrades",
+                                                      "RememberAttempts"])]:
         pipeline = configured[trait]
         names = [step if isinstance(step, str) else step.__name__ for step in pipeline]
         nbgraders = [step.__name__ for step in Autograde.class_traits()[trait].default()]
@@ -211,3 +213,32 @@ def test_status_names_the_submissions_late_by_the_gradebooks_due_date(gradebook,
     shown = capsys.readouterr().out
     assert shows(shown, "status_late") and "bo: " in shown and "91 min" in shown and "2026-03-01 12:00" in shown, shown
     assert "ada" not in shown, shown
+
+
+def test_every_graded_submission_leaves_its_diagnoses_by_submission_time(gradebook, tmp_path):
+    """`course insights` shows a student's first attempt after a resubmission replaced it in autograded/
+    (issue 43): the grader keeps each submission's diagnoses in attempts/, a regrade replacing its own entry."""
+    import json
+    from datetime import datetime
+
+    from traitlets.config import Config
+
+    from course.plugins.autograde import DIAGNOSIS, RememberAttempts, attempts_file
+
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+
+    def graded(diagnosis, when):
+        with Gradebook(gradebook) as book:
+            book.find_submission("a1", "ada").timestamp = when
+            book.db.commit()
+        cell = graded_cell("assert True", "test_move")
+        cell.metadata[DIAGNOSIS] = diagnosis
+        RememberAttempts(config=config).preprocess(new_notebook(cells=[cell, new_markdown_cell("x")]), resources(gradebook))
+
+    graded({"key": "forgot_assignment"}, datetime(2026, 3, 1, 10, 0))
+    graded({"key": "wrong_device"}, datetime(2026, 3, 1, 10, 0))  # the same submission regraded: replaced
+    graded({}, datetime(2026, 3, 2, 9, 0))                         # a resubmission: kept beside it
+    kept = json.loads(open(attempts_file(tmp_path, "a1", "ada"), encoding="utf-8").read())
+    assert kept == {"2026-03-01 10:00:00": {"nb": {"test_move": {"key": "wrong_device"}}},
+                    "2026-03-02 09:00:00": {"nb": {"test_move": {}}}}
