@@ -242,3 +242,34 @@ def test_every_graded_submission_leaves_its_diagnoses_by_submission_time(gradebo
     kept = json.loads(open(attempts_file(tmp_path, "a1", "ada"), encoding="utf-8").read())
     assert kept == {"2026-03-01 10:00:00": {"nb": {"test_move": {"key": "wrong_device"}}},
                     "2026-03-02 09:00:00": {"nb": {"test_move": {}}}}
+
+
+def test_feedback_is_in_the_chinese_form_the_roster_names_for_the_student(tmp_path):
+    """A 繁體 student's feedback (issue 43): her roster row says chinese=zh-hant; the instructor's prose, the test
+    cells and the grader's messages are converted, her own answers are left as she wrote them."""
+    from traitlets.config import Config
+
+    from autograder.messages import catalogue, text
+    from course.plugins.feedback import StudentsChinese
+
+    (tmp_path / "roster.csv").write_text("id,first_name,last_name,email,chinese\nmei,Mei,Lin,,zh-hant\nli,Li,Wang,,\n",
+                                         encoding="utf-8")
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+    diagnostic = text("verdict_missing")
+
+    def page(student):
+        prose = new_markdown_cell("请把结果赋值给变量。")
+        answer = graded_cell("x = 1  # 我的答案：设备", "answer", solution=True)
+        test = graded_cell("# 隐藏测试已在此运行", "test_move")
+        test.outputs = [new_output("error", ename="AssertionError", evalue=str(diagnostic), traceback=[str(diagnostic)])]
+        nb, _ = StudentsChinese(config=config).preprocess(new_notebook(cells=[prose, answer, test]), resources(student=student))
+        return nb.cells
+
+    prose, answer, test = page("mei")
+    assert test.outputs[0].evalue == f"{diagnostic.en}\n{catalogue()['verdict_missing']['zh-hant']}"
+    assert test.outputs[0].traceback == [test.outputs[0].evalue]
+    assert prose.source == "請把結果賦值給變數。" and test.source == "# 隱藏測試已在此執行"
+    assert answer.source == "x = 1  # 我的答案：设备"  # as submitted
+    assert [cell.source for cell in page("li")] == ["请把结果赋值给变量。", "x = 1  # 我的答案：设备", "# 隐藏测试已在此运行"]
+    assert [cell.source for cell in page("someone-not-on-the-roster")][0] == "请把结果赋值给变量。"
