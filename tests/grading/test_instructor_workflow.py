@@ -6,7 +6,6 @@ so the README and this test cannot drift apart. The exchange lives in a temporar
 """
 import datetime
 import getpass
-import re
 import shlex
 import shutil
 import subprocess
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import with_bin_on_path
+from conftest import readme_steps, with_bin_on_path
 from nbgrader.api import Gradebook
 
 from autograder.messages import shows
@@ -23,14 +22,6 @@ from course import classroom
 
 ASSIGNMENT = "a1_tensor_to"
 EXCHANGE_COMMANDS = ("release_assignment", "collect", "submit", "fetch_assignment", "release_feedback")
-
-
-def readme_steps(heading: str) -> list[str]:
-    """The commands of the first bash block under `heading` in the README, comments dropped."""
-    readme = (classroom.ROOT / "README.md").read_text("utf-8")
-    section = readme.split(f"\n{heading}\n", 1)[1]
-    block = re.search(r"```bash\n(.*?)```", section, flags=re.DOTALL).group(1)
-    return [line.split("#", 1)[0].strip() for line in block.splitlines() if line.split("#", 1)[0].strip()]
 
 
 def test_readme_gives_the_same_instructor_steps_in_both_languages():

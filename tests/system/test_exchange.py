@@ -16,7 +16,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import BIN, with_bin_on_path
+from conftest import BIN, readme_steps, with_bin_on_path
 
 import unix_users
 from autograder.messages import shows
@@ -274,3 +274,23 @@ def test_the_set_up_makes_the_instructors_home_private(tmp_path):
             assert mine.returncode == 0 and "alice,12" in mine.stdout, mine.stderr
     finally:
         subprocess.run(["rm", "-rf", str(top)])
+
+
+def test_the_instructors_readme_commands_run_from_the_shared_install_with_nothing_to_activate(lifecycle):
+    """On the shared machine there is no .venv (issue 43: the README's block began by activating one): the
+    instructor's `course` and `nbgrader` come from the shared install, on a login shell's PATH, in the
+    course folder."""
+    m = lifecycle
+    steps = readme_steps("### Instructors")
+    assert not any(line.startswith(("source", "make", ".")) for line in steps), steps
+    profile = m.top / "profile.d" / "torch-to.sh"  # what a login shell reads from /etc/profile.d
+    for line in [f"course status {ASSIGNMENT}", f"course grade {ASSIGNMENT}", "nbgrader export"]:
+        assert line in steps
+        done = subprocess.run(["sh", "-c", f'. "{profile}"; command -v {line.split()[0]}; exec {line}'],
+                              cwd=m.course, capture_output=True, text=True, timeout=600,
+                              env={"HOME": os.environ.get("HOME", "/root"), "PATH": "/usr/bin:/bin",
+                                   "JUPYTER_CONFIG_PATH": str(m.config_dir),
+                                   **({"COURSE_NO_SANDBOX": "1"} if sandbox.problem() else {})})
+        output = done.stdout + done.stderr
+        assert done.returncode == 0, f"{line}:\n{output}"
+        assert output.startswith(str(m.prefix / "bin")), output  # the shared install's command, not the checkout's
