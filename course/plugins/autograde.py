@@ -446,8 +446,9 @@ class RememberAttempts(NbGraderPreprocessor):
         info = resources["nbgrader"]
         with Gradebook(info["db_url"]) as gradebook:
             submitted = gradebook.find_submission(info["assignment"], info["student"]).timestamp
-        cells = {cell.metadata["nbgrader"]["grade_id"]: dict(cell.metadata.get(DIAGNOSIS, {}))
+        cells = {cell.metadata["nbgrader"].get("grade_id"): dict(cell.metadata.get(DIAGNOSIS, {}))
                  for cell in nb.cells if is_test_cell(cell)}
+        cells.pop(None, None)
         path = attempts_file(CourseDirectory(config=self.config).root, info["assignment"], info["student"])
         recorded = {}
         if os.path.exists(path):
