@@ -16,12 +16,13 @@ a new worker and finishes the class. (multiprocessing.Pool would lose the task a
 Beyond one machine (README, "Beyond one machine"): `--shard I/N` grades only the students whose id
 hashes to shard I of N, so N cluster jobs, each on its own copy of the course folder and all writing into
 one PostgreSQL gradebook, grade every student exactly once; `merge` brings their autograded/ folders
-back into one course folder for `nbgrader generate_feedback`.
+back into one course folder for `nbgrader generate_feedback` (with each student's attempts/ record).
 """
 import copy
 import ctypes
 import hashlib
 import io
+import json
 import logging
 import multiprocessing
 import multiprocessing.connection
@@ -37,6 +38,7 @@ from pathlib import Path
 from autograder.messages import Bilingual, printable, text
 
 from .kernels import forkserver
+from .plugins.autograde import attempts_file
 
 LOGS = "logs"  # the course folder's logs/ASSIGNMENT/STUDENT.log: each student's whole grading log
 SHOWN_LINES = 12  # of one warning, on the terminal (the log file keeps all of it)
@@ -312,4 +314,16 @@ def merge(root: Path, assignment: str, shard_roots) -> dict[str, Path]:
             continue  # the course folder is one of the shards
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(Path(shard_root) / "autograded" / student / assignment, target)
+        merge_attempts(Path(attempts_file(shard_root, assignment, student)), Path(attempts_file(root, assignment, student)))
     return found
+
+
+def merge_attempts(shard: Path, course: Path):
+    """The shard's record of a student's graded submissions joins the course folder's (attempts/, for
+    `course insights`' first attempts): the shard's entry wins for a submission graded in both."""
+    if not shard.exists():
+        return
+    recorded = json.loads(course.read_text("utf-8")) if course.exists() else {}
+    recorded.update(json.loads(shard.read_text("utf-8")))
+    course.parent.mkdir(parents=True, exist_ok=True)
+    course.write_text(json.dumps(recorded, indent=1, sort_keys=True), "utf-8")
