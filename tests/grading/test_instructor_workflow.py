@@ -29,7 +29,7 @@ def test_readme_gives_the_same_instructor_steps_in_both_languages():
     the environment is on every login shell's PATH; the prose says what to do in a checkout."""
     english, chinese = readme_steps("### Instructors"), readme_steps("### 教师")
     assert english == chinese
-    assert english == ["course setup", f"nbgrader release_assignment {ASSIGNMENT}", f"nbgrader collect {ASSIGNMENT}",
+    assert english == ["course setup", f"nbgrader release_assignment {ASSIGNMENT}", f"nbgrader collect --update {ASSIGNMENT}",
                        f"course grade {ASSIGNMENT}", f"course status {ASSIGNMENT}",
                        f"nbgrader generate_feedback {ASSIGNMENT}", f"nbgrader release_feedback {ASSIGNMENT}",
                        "nbgrader export"]
