@@ -82,6 +82,7 @@ def test_students_off_the_roster_are_named_once_and_not_sent_to_nbgrader(course_
     monkeypatch.setattr(grade, "grade", graded)
     monkeypatch.setattr(grade_command, "registered", lambda *a: True)
     monkeypatch.setattr(grade_command, "print_hand_grading", lambda *a: None)
+    monkeypatch.setattr(grade_command, "print_late", lambda *a: None)
     monkeypatch.setattr(sandbox, "problem", lambda: None)
     assert cli.main(["grade", "a1_tensor_to", "--root", str(course_folder)]) == 0
     assert asked == [["ann", "bob"]]
