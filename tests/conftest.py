@@ -65,6 +65,13 @@ def device(request) -> torch.device:
     return request.param
 
 
+@pytest.fixture(params=[d for d in grading_devices() if d.type != "cpu"], ids=str)
+def accelerator(request) -> torch.device:
+    """Each device the graders check on other than the CPU, where `.to` really moves: meta always, cuda/mps
+    when present."""
+    return request.param
+
+
 @dataclass
 class DemoRun:
     """What `course demo` printed, and the class it graded with the real `nbgrader autograde`."""

@@ -25,6 +25,8 @@ import system_tools
 import unix_users
 from course import classroom
 
+pytestmark = pytest.mark.build_independent  # the hub, its spawner and its proxy; no PyTorch build changes them: .ci/run runs it once
+
 
 ROOT = classroom.ROOT
 ASSIGNMENT = "a1_tensor_to"

@@ -13,7 +13,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from nbgrader.api import Gradebook
 
 from autograder.messages import shows
-from course.plugins.autograde import DropMalformedMetadata, ForgetUnknownCells
+from course.authoring.monolingual import to_traditional
+from course.plugins.autograde import DropMalformedMetadata, ForgetUnknownCells, ViewedAsReleased
 from course.plugins.feedback import HideHiddenTests, RequireHandGrading, WrapDiagnostics
 
 
@@ -68,6 +69,36 @@ def test_a_cell_claiming_an_unknown_grade_id_becomes_an_ordinary_cell(gradebook,
     assert "nbgrader" not in nb.cells[0].metadata
     assert nb.cells[1].metadata["nbgrader"]["grade_id"] == "test_move"
     assert "unknown grade id 'test_forged'" in caplog.text
+
+
+WRITTEN_STUB = "YOUR ANSWER HERE / 在此处作答"
+
+
+@pytest.fixture
+def gradebook_with_chinese(gradebook):
+    """The gradebook's written answer released with a 简体 stub, as ClearSolutions leaves it."""
+    with Gradebook(gradebook) as book:
+        book.find_source_cell("written", "nb", "a1").source = WRITTEN_STUB
+        book.db.commit()
+    return gradebook
+
+
+def written_answer(source):
+    return new_markdown_cell(source, metadata={"nbgrader": {
+        "grade": True, "solution": True, "locked": False, "grade_id": "written", "points": 2, "schema_version": 3}})
+
+
+def test_a_cell_as_the_traditional_view_shows_it_is_the_released_cell(gradebook_with_chinese):
+    viewed = written_answer(to_traditional(WRITTEN_STUB))
+    assert viewed.source != WRITTEN_STUB  # 处 is 简体: the view changes the stub
+    nb, _ = ViewedAsReleased().preprocess(new_notebook(cells=[viewed]), resources(gradebook_with_chinese))
+    assert nb.cells[0].source == WRITTEN_STUB  # unanswered, as nbgrader's checksum will find
+
+
+@pytest.mark.parametrize("source", [to_traditional(WRITTEN_STUB) + "\n因為 `.to` 傳回新的張量。", "我的答案", ""])
+def test_a_cell_the_student_changed_keeps_its_text(gradebook_with_chinese, source):
+    nb, _ = ViewedAsReleased().preprocess(new_notebook(cells=[written_answer(source)]), resources(gradebook_with_chinese))
+    assert nb.cells[0].source == source
 
 
 def test_feedback_hides_the_hidden_tests_and_their_traceback():
@@ -161,10 +192,10 @@ def test_the_course_configuration_runs_nbgraders_pipelines_with_the_courses_step
     replaced = {"course.plugins.autograde.OverwriteCellsQuietly": "OverwriteCells",
                 "course.plugins.autograde.SafeExecute": "Execute"}
     added = {"course.plugins.autograde.DropMalformedMetadata", "course.plugins.autograde.ForgetUnknownCells",
-             "course.plugins.autograde.DecideGrades", "course.plugins.autograde.ForgetStaleFeedback",
-             "course.plugins.autograde.RememberAttempts"}
+             "course.plugins.autograde.ViewedAsReleased", "course.plugins.autograde.DecideGrades",
+             "course.plugins.autograde.ForgetStaleFeedback", "course.plugins.autograde.RememberAttempts"}
     for trait, steps in [("sanitize_preprocessors", ["ForgetStaleFeedback", "DropMalformedMetadata", "DeduplicateIds",
-                                                     "ForgetUnknownCells", "OverwriteCellsQuietly"]),
+                                                     "ForgetUnknownCells", "ViewedAsReleased", "OverwriteCellsQuietly"]),
                          ("autograde_preprocessors", ["SafeExecute", "DecideGrades", "SaveAutoGrades",
                                                       "RememberAttempts"])]:
         pipeline = configured[trait]

@@ -56,3 +56,19 @@ def test_course_grade_no_sandbox_passes_the_setting_down_not_through_the_environ
     monkeypatch.setattr(sandbox, "problem", lambda: None)  # as on a machine where the sandbox starts
     assert cli.main(["grade", "a1", "--root", str(tmp_path)]) == 0
     assert sandbox.enabled(passed[1])
+
+
+def test_a_kernel_sees_the_package_folders_a_pth_file_adds_but_never_a_repository(tmp_path):
+    """`make gpu-check`'s environment reaches the machine's own PyTorch through a .pth file naming that
+    environment's site-packages: a sandboxed kernel needs it read-only. An editable install's .pth names
+    the repository (source/, hidden tests): that stays out."""
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    machine = tmp_path / "machine" / "lib" / "python3.12" / "dist-packages"
+    repository = tmp_path / "repository"
+    for folder in (site, machine, repository):
+        folder.mkdir(parents=True)
+    (site / "machine-torch.pth").write_text(f"{machine}\n", "utf-8")
+    (site / "__editable__.torch_to_course-0.1.0.pth").write_text(f"{repository}\n", "utf-8")
+    (site / "distutils-precedence.pth").write_text("import os; var = 'SETUPTOOLS_USE_DISTUTILS'\n", "utf-8")
+    (site / "gone.pth").write_text(f"{tmp_path / 'nowhere' / 'site-packages'}\n", "utf-8")
+    assert sandbox.site_packages_added_by_pth_files([site]) == [str(machine)]
