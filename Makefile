@@ -4,6 +4,8 @@
 #   cuda           .venv-cuda  PyPI's default Linux wheel, the CUDA build (runs on machines without a GPU too)
 PYTHON ?= python3.11
 TORCH_BUILD ?= cpu
+# PYTEST_ARGS: more arguments for `make test`'s pytest (.ci/run deselects the build-independent tests in its second run)
+PYTEST_ARGS ?=
 ifeq ($(TORCH_BUILD),cuda)
 VENV := .venv-cuda
 # --isolated: pip ignores this machine's configuration, whose local folder holds the `+cpu` wheel that
@@ -26,6 +28,8 @@ if build != sys.argv[1]:
 endef
 export CHECK_BUILD
 BIN := $(CURDIR)/$(VENV)/bin
+# `make gpu-check` looks for the machine's own Python on the PATH make was started with, not on the one below
+MACHINE_PATH := $(PATH)
 export PATH := $(BIN):$(PATH)
 ASSIGNMENTS := a1_tensor_to a2_module_to a3_precision_transfers a4_several_devices
 LESSONS := $(wildcard notebooks/*.ipynb)
@@ -43,7 +47,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 test: install browser bubblewrap proxy postgresql slurm  ## the whole suite: unit tests, grading pipeline, browser test, nbval over lessons and solutions
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=30 $(PYTEST_ARGS)
 
 test-fast: install  ## the unit tests alone (tests/unit/, marked unit): each part on its own, no class graded, in under 2 minutes
 	$(BIN)/pytest tests/unit
@@ -98,8 +102,11 @@ lab: install  ## JupyterLab (students; instructors also reach the formgrader fro
 	$(BIN)/jupyter lab --ServerApp.port=$(PORT) --ServerApp.ip=$(IP) $(if $(filter no 0 false,$(BROWSER)),--no-browser) \
 	  $(if $(filter 0,$(shell id -u)),--allow-root)
 
+# coalesce_streams: a cell's printed lines are stored as one output however the kernel flushed them (on a
+# loaded machine a line can arrive in pieces), so re-running a notebook changes only what its cells print
 notebooks: install  ## re-run lessons and solutions top to bottom, storing their outputs
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.record_timing=False $(LESSONS) $(SOURCES)
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.record_timing=False \
+	  --ExecutePreprocessor.coalesce_streams=True $(LESSONS) $(SOURCES)
 	$(MAKE) release
 
 figures: install  ## draw the lessons' figures (notebooks/figures/fig_*.py) into SVG; tests/unit/test_figures.py compares
@@ -121,8 +128,18 @@ shared-install:  ## as root: the course's environment for every user of a shared
 student-bundle: install  ## what students install, without solutions or hidden tests: build/student-bundle/ and .tar.gz
 	$(BIN)/python -m course.authoring.student_bundle build/student-bundle
 
-clean:
-	rm -rf build gradebook.db submitted autograded feedback
+# Only what make built. The course folder's class (gradebook.db, submitted/, autograded/, feedback/, logs/)
+# is the instructor's record of a term: no target deletes it (README, "Instructors").
+clean:  ## remove build/ (the demo classes, the student bundle, test artefacts); never a gradebook or a submission
+	rm -rf build
+
+# The whole course on this machine's GPU with the PyTorch it already has (never replaced), in under 10 minutes
+# on one GPU and 16 cores (README, "CI and GPU runners"). GPU_PYTHON: the Python whose torch to use;
+# WHEELS: a folder of wheels to install the course's other dependencies from, offline.
+GPU_PYTHON ?= python3
+.PHONY: gpu-check
+gpu-check: bubblewrap  ## the course proven on this machine's GPU with its own PyTorch: one table, build/gpu-check/gpu-check.json
+	env PATH="$(MACHINE_PATH)" $(GPU_PYTHON) tests/gpu_check.py $(if $(WHEELS),--wheels "$(WHEELS)")
 
 .PHONY: mutation
 mutation: install  ## mutation testing (mutmut) of autograder/checks/ against the fast unit tests; lists surviving mutants

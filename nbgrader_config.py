@@ -42,10 +42,12 @@ c.OverwriteCells.add_missing_cells = True
 
 # Feedback shows every test's result and diagnostic, never the hidden tests' code (nbgrader issue 917).
 # No feedback while written answers wait for the formgrader (they would show 0); long diagnostics
-# wrap; the page loads nothing from a CDN (its template leaves MathJax out, see course/plugins/templates).
+# wrap; the page loads nothing from a CDN (its template leaves MathJax out, see course/plugins/templates);
+# a student whose roster.csv row says chinese=zh-hant gets it in 繁體.
 c.GenerateFeedback.preprocessors = [
     "course.plugins.feedback.RequireHandGrading",
     "course.plugins.feedback.HideHiddenTests",
+    "course.plugins.feedback.StudentsChinese",
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     "course.plugins.feedback.WrapDiagnostics",

@@ -66,6 +66,7 @@ from .probes import TransferCounter
 
 FRAME_LIMIT = 64 * 2**20  # bytes of one call's result
 CAUSE_LIMIT = 4000  # characters of the text of an error the student's function raised
+LINE_LIMIT = 200  # characters of a source line of that error's traceback
 FILE_LIMIT = 16 * 2**20  # bytes of a file the student's function wrote at a path it was given
 DEPTH_LIMIT = 32  # nesting of a result's containers
 NAME_LIMIT = 40  # characters of the name of a parameter or buffer of a module the call made
@@ -140,14 +141,15 @@ class Recorder(_Side):
             try:
                 result = run(what, function, args, kwargs, then)
             except AssertionError as failure:  # the call's diagnostic (not answered, raised, ...)
-                from .verdict import _typed
+                from .messages import typed_field
 
                 fields = getattr(failure, "course_fields", None) or {}
                 cause = failure.__cause__
                 report["failed"] = {"key": str(getattr(failure, "course_key", "verdict_failed")),
-                                    "fields": {str(k): _typed(v) for k, v in fields.items()},
+                                    "fields": {str(k): typed_field(v) for k, v in fields.items()},
                                     "kinds": [t.__name__ for t in type(cause).__mro__] if cause is not None else [],
-                                    "cause": str(cause)[:CAUSE_LIMIT] if cause is not None else ""}
+                                    "cause": str(cause)[:CAUSE_LIMIT] if cause is not None else "",
+                                    "lines": _traceback_lines(cause)}
                 self._send(report)
                 raise
             report["counters"] = [counter.since(tally, _tensors(result)) for counter, tally in zip(counters, before)]
@@ -284,13 +286,15 @@ def _reported(what, failure) -> AssertionError:
     from .messages import diagnostic
 
     failure = failure if isinstance(failure, dict) else {}
-    kinds, cause = failure.get("kinds"), failure.get("cause")
+    kinds, cause, lines = failure.get("kinds"), failure.get("cause"), failure.get("lines")
     kinds = [k for k in kinds if isinstance(k, str)] if isinstance(kinds, list) else []
     cause = cause if isinstance(cause, str) else ""
+    lines = [line for line in lines if isinstance(line, str)][:8] if isinstance(lines, list) else []
     if kinds and kinds[0] == "NotImplementedError" and not cause:  # the release's stub
         error = diagnostic("not_answered", what=what)
     elif kinds:  # nothing is shown above it: the grader's run, not the student's, so not "raised"
         error = raised(what, kinds[0], cause, generic="verdict_call_raised")
+        error.course_fields["lines"] = "\n".join(lines)  # which one is the student's, the grader decides
     elif failure.get("key") == "tampering":  # the names of what was patched, if they are the watched ones
         fields = failure.get("fields") if isinstance(failure.get("fields"), dict) else {}
         sent = fields.get("names", {}).get("str", "") if isinstance(fields.get("names"), dict) else ""
@@ -303,6 +307,18 @@ def _reported(what, failure) -> AssertionError:
         error.__cause__ = CallerError(cause)
         error.__cause__.kinds = tuple(kinds)
     return error
+
+
+def _traceback_lines(error, limit=8) -> list[str]:
+    """The source lines where `error` was raised, innermost first: the grader shows the first that is a
+    line of the student's own cells (verdict.render), never one of the test's."""
+    import linecache
+    import traceback
+
+    if error is None:
+        return []
+    frames = traceback.extract_tb(error.__traceback__)[::-1][:limit]
+    return [linecache.getline(frame.filename, frame.lineno).strip()[:LINE_LIMIT] for frame in frames]
 
 
 def read_names(fd) -> list[str] | None:

@@ -83,3 +83,20 @@ def shows(shown: str, key: str) -> bool:
     """Whether `shown` contains message `key` in both languages."""
     mark = fingerprint(key)
     return mark.en in shown and mark.zh in shown
+
+
+def typed_field(value) -> dict:
+    """A diagnostic's field as a typed value the verdict's parent can check (autograder/verdict.py: render)."""
+    import torch
+
+    if isinstance(value, Bilingual):
+        return {"text": fixed_texts().get(value.en, "")}
+    if isinstance(value, torch.device):
+        return {"device": str(value)}
+    if isinstance(value, torch.dtype):
+        return {"dtype": str(value)}
+    if isinstance(value, (bool, int, float)):
+        return {"number": value}
+    if isinstance(value, (tuple, list, torch.Size)) and all(type(v) is int for v in value):
+        return {"shape": list(value)}
+    return {"str": str(value)[:400]}

@@ -29,3 +29,13 @@ def on_a_gpu(key: str, gpus: int = 1) -> None:
     a sentence in each language that tests/gpu_claims.py checks on a GPU (its claims name the same key)."""
     intro, shown = text("gpu_only_two" if gpus >= 2 else "gpu_only"), text(key)
     print(f"{intro.en} {shown.en}\n{intro.zh}{shown.zh}")
+
+
+def pytorch_says(error: BaseException) -> str:
+    """PyTorch's own words for `error` on one line, after the version that said them: "PyTorch 2.13.0 says:
+    …". A lesson prints the error's type on its own, which every version shares, then this; another version
+    may word the message otherwise, so nbval compares only that a message was shown (tests/sanitize.cfg),
+    and the stored outputs show the words of the version the course pins."""
+    import torch
+
+    return f"PyTorch {torch.__version__.split('+')[0]} says: {' '.join(str(error).splitlines())}"

@@ -5,6 +5,7 @@ default Linux wheel is the CUDA build, and on a machine without an NVIDIA GPU it
 accelerator (`torch.accelerator.current_accelerator()`) while CUDA is not available. Only availability
 is simulated: no tensor is ever created on the pretended device.
 """
+import importlib
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from unittest import mock
@@ -31,6 +32,60 @@ class Machine:
 MACHINES = (Machine(None, None), Machine(None, "cuda"), Machine("cuda", "cuda"), Machine("mps", "mps"))
 
 
+def _current_accelerator(kind, built, check_available=False):
+    # torch 2.13: the compile-time accelerator, or None with check_available=True when it is not usable
+    if built is None or (check_available and kind is None):
+        return None
+    return torch.device(built)
+
+
+# What each function answers on a simulated machine (its accelerator `kind`, its build `built`).
+_ANSWERS = {
+    "torch.cuda.is_available": lambda kind, built: kind == "cuda",
+    "torch.cuda.device_count": lambda kind, built: int(kind == "cuda"),
+    "torch.cuda.current_device": lambda kind, built: 0,
+    "torch.backends.cuda.is_built": lambda kind, built: built == "cuda",
+    "torch.backends.mps.is_available": lambda kind, built: kind == "mps",
+    "torch.backends.mps.is_built": lambda kind, built: built == "mps",
+    "torch.accelerator.is_available": lambda kind, built: kind is not None,
+    "torch.accelerator.device_count": lambda kind, built: int(kind is not None),
+    "torch.accelerator.current_accelerator": _current_accelerator,
+    "torch.accelerator.current_device_index": lambda kind, built: 0,
+    # what the real functions read in turn: a function object kept from before the simulation (a student's
+    # module-level table holding `torch.cuda.is_available`) sees the simulated machine too
+    "torch.cuda._is_compiled": lambda kind, built: built == "cuda",
+    "torch._C._cuda_getDeviceCount": lambda kind, built: int(kind == "cuda"),
+    "torch._C._mps_is_available": lambda kind, built: kind == "mps",
+    "torch._C._accelerator_getAccelerator": lambda kind, built: torch.device(built) if built else None,
+}
+_SIMULATED = []  # the machines simulated now, (kind, built), the innermost last
+
+
+def _resolve(target):
+    owner, _, name = target.rpartition(".")
+    return getattr(importlib.import_module(owner), name, None)
+
+
+def _replacement(target, answer):
+    """One function for `target`, the same object in every simulation: a student's name bound to it while
+    one machine was simulated (`from torch.cuda import is_available`) answers for the machine simulated
+    when it is called, and is the real function again outside any simulation."""
+    real = _resolve(target)
+
+    def replacement(*args, **kwargs):
+        if _SIMULATED:
+            return answer(*_SIMULATED[-1], *args, **kwargs)
+        return real(*args, **kwargs) if real is not None else answer(None, None, *args, **kwargs)
+
+    replacement.__name__ = target.rpartition(".")[2]
+    return replacement
+
+
+_REPLACEMENTS = {target: _replacement(target, answer) for target, answer in _ANSWERS.items()}
+# the real one (functools.lru_cache: what it answered before is not the machine's)
+_MPS_IS_AVAILABLE = torch.backends.mps.is_available
+
+
 @contextmanager
 def simulated_accelerator(kind, built=None):
     """Inside, `kind` ("cuda", "mps" or None for none) is the machine's only usable accelerator, and
@@ -39,45 +94,16 @@ def simulated_accelerator(kind, built=None):
     if kind not in ACCELERATORS or built not in ACCELERATORS or (kind and built != kind):
         raise ValueError(f"kind and built must be one of {ACCELERATORS}, and equal when kind is set, "
                          f"not {kind!r} and {built!r}")
-
-    def current_accelerator(check_available=False):
-        # torch 2.13: the compile-time accelerator, or None with check_available=True when it is not usable
-        if built is None or (check_available and kind is None):
-            return None
-        return torch.device(built)
-
-    count = 1 if kind else 0
-    patches = {
-        "torch.cuda.is_available": lambda: kind == "cuda",
-        "torch.cuda.device_count": lambda: int(kind == "cuda"),
-        "torch.cuda.current_device": lambda: 0,
-        "torch.backends.cuda.is_built": lambda: built == "cuda",
-        "torch.backends.mps.is_available": lambda: kind == "mps",
-        "torch.backends.mps.is_built": lambda: built == "mps",
-        "torch.accelerator.is_available": lambda: kind is not None,
-        "torch.accelerator.device_count": lambda: count,
-        "torch.accelerator.current_accelerator": current_accelerator,
-        "torch.accelerator.current_device_index": lambda: 0,
-    }
-    # What the real functions read in turn: a function object kept from before the simulation (a student's
-    # module-level table holding `torch.cuda.is_available`) sees the simulated machine too.
-    internals = {
-        "torch.cuda._is_compiled": lambda: built == "cuda",
-        "torch._C._cuda_getDeviceCount": lambda: count if kind == "cuda" else 0,
-        "torch._C._mps_is_available": lambda: kind == "mps",
-        "torch._C._accelerator_getAccelerator": lambda: torch.device(built) if built else None,
-        "torch._C._has_cuda": built == "cuda",
-        "torch._C._has_mps": built == "mps",
-    }
-    cached = torch.backends.mps.is_available  # functools.lru_cache: what it answered before is not the machine's
     with ExitStack() as stack:
-        for target, replacement in patches.items():
-            stack.enter_context(mock.patch(target, replacement))
-        for target, replacement in internals.items():
+        for target, replacement in _REPLACEMENTS.items():
             stack.enter_context(mock.patch(target, replacement, create=True))
+        stack.enter_context(mock.patch("torch._C._has_cuda", built == "cuda", create=True))
+        stack.enter_context(mock.patch("torch._C._has_mps", built == "mps", create=True))
         stack.enter_context(mock.patch.object(torch.version, "cuda", "13.0" if built == "cuda" else None))
-        cached.cache_clear()
-        stack.callback(cached.cache_clear)
+        _SIMULATED.append((kind, built))
+        stack.callback(_SIMULATED.pop)
+        _MPS_IS_AVAILABLE.cache_clear()
+        stack.callback(_MPS_IS_AVAILABLE.cache_clear)
         yield
 
 

@@ -10,8 +10,11 @@ The submission runs in processes of their own, which can write nothing but data 
   own pipes) runs the whole notebook as the student's kernel ran it, every cell in order in an IPython
   shell, the instructor's cells and the student's, magics, module-level calls, loggers and patterns
   included; test cells aside. It runs no test: when the parent reaches a test cell, the program forks
-* a *caller* from its state at that cell. The caller runs the test cell with the student's namespace;
-  each `checks.call` there runs the student's function and sends what it returned, as data, to
+* a *caller* from its state at that cell. The caller runs the test cell with the student's namespace,
+  where the exercises judged before this one are the instructor's solutions (so that an answer that calls
+  an earlier one is judged on its own; the parent reads them only after the program is forked, and sends
+  each caller those of the earlier exercises alone); each `checks.call` there runs the student's function
+  and sends what it returned, as data, to
 * the *judge*, forked by the parent from the instructor's cells alone: it runs the same test cell, where
   the student's functions are stubs that are never called; each `checks.call` reads the caller's next
   result instead, rebuilt from data (autograder/boundary.py), and every check runs on it. The judge's
@@ -25,22 +28,35 @@ parent. The caller does see the test cell (it runs it), so nothing it sends is s
 call's diagnostic is the judge's own, from its own label (`what`), and an error the student's function
 raised is shown by its type and the words of PyTorch's known errors only (README, "Threat model").
 """
+import ast
 import builtins
+import contextlib
 import ctypes
 import json
 import os
 import re
 import select
 import signal
+import struct
 import sys
 import time
 
+from .simulate import Machine, simulated_accelerator, simulated_machine
+
+# The machine the student's cells run on in the program, whatever the grader's: one without a GPU, as most
+# students' laptops are, and a CPU build, which claims nothing that any PyTorch a grader runs lacks (a CUDA
+# build simulated on a CPU build breaks `torch.cuda.get_arch_list()`). A value computed at definition time
+# (`ON_GPU = torch.cuda.is_available()`) is then the same on a GPU grader and a CPU one: the same points.
+STUDENTS_MACHINE = Machine(present=None, built=None)
 RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
+_LENGTH = struct.Struct("<I")  # of the solutions that follow a test cell's "g" to the program
 
 
-def run(cells, timeout, grader_fd, sandboxed=False):
+def run(cells, timeout, grader_fd, sandboxed=False, solutions=None):
     """Run the cells (see the module docstring); a JSON line on `grader_fd` first when the parent is ready
-    (its own imports done), then one per test cell, or one naming the instructor's cell that failed here."""
+    (its own imports done), then one per test cell, or one naming the instructor's cell that failed here.
+    `solutions`: a descriptor to read, once the program runs apart, the instructor's solutions that each
+    test cell's caller binds (DecideGrades.references); they never were in the program's memory."""
     tests = [cell for cell in cells if cell["kind"] == "test"]
     pipes = [os.pipe() for _ in tests]  # caller k → judge k
     go, start = os.pipe()  # the parent → the program: fork the caller of the next test cell
@@ -51,8 +67,12 @@ def run(cells, timeout, grader_fd, sandboxed=False):
         _program(cells, [writer for _, writer in pipes], go, timeout)  # never returns
     spared.add(program)
     os.close(go)
+    os.set_blocking(start, False)  # a program that stopped reading holds back only its own callers
     for _, writer in pipes:
         os.close(writer)
+    references = _read_solutions(solutions)
+    own = [cell["source"] for cell in cells if cell["kind"] == "student"]  # what a diagnostic may quote
+    recorded = set()  # the test cells whose records are written: their exercises' solutions may be sent
     _record(grader_fd, {"ready": True})
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     readers = iter(reader for reader, _ in pipes)
@@ -64,16 +84,18 @@ def run(cells, timeout, grader_fd, sandboxed=False):
                 break
         elif cell["kind"] == "test":
             reader = next(readers)
+            solved = json.dumps([s for s in references if recorded.issuperset(s["tests"])]).encode()
             try:
-                os.write(start, b"g")
-            except OSError:  # the program has ended: the judge reads no names, and says so
+                os.write(start, b"g" + _LENGTH.pack(len(solved)) + solved)
+            except OSError:  # the program has ended or stopped reading: the judge reads no names, and says so
                 pass
-            result = run_test(cell, namespace, cell.get("timeout", timeout), reader)
+            result = run_test(cell, namespace, cell.get("timeout", timeout), reader, own)
             os.close(reader)
             if sandboxed:
                 _end_stragglers(spared)
             result["grade_id"] = cell["grade_id"]
             _record(grader_fd, result)
+            recorded.add(cell["grade_id"])
     _kill(program)
 
 
@@ -120,19 +142,23 @@ def _program(cells, writers, go, timeout):
             if cell["kind"] == "test":
                 if os.read(go, 1) != b"g":
                     break
+                solutions = json.loads(_read_exactly(go, _LENGTH.unpack(_read_exactly(go, _LENGTH.size))[0]))
                 if caller is not None:
                     _kill(caller)
                 writer = next(callers)
                 names = student_names(shell.user_ns, bound)
                 caller = _fork()
                 if caller == 0:
-                    _caller(cell, shell.user_ns, writer, names)  # never returns
+                    _caller(cell, shell.user_ns, writer, names, solutions)  # never returns
                 os.close(writer)
                 continue
             before = dict(shell.user_ns)
+            # the student's cells run on the students' machine; the instructor's, as in the judge, on the grader's
+            machine = simulated_machine(STUDENTS_MACHINE) if cell["kind"] == "student" else contextlib.nullcontext()
             signal.alarm(timeout)  # as the kernel's cell timeout interrupts a cell
             try:
-                shell.run_cell(cell["source"], store_history=False)
+                with machine:
+                    shell.run_cell(cell["source"], store_history=False)
             except BaseException:  # noqa: BLE001: an interrupt between two statements of the shell
                 pass
             finally:
@@ -193,20 +219,58 @@ def student_names(namespace, bound) -> list[str]:
                   and bound.get(name, _MISSING) is not value)
 
 
-def _caller(cell, namespace, writer, names):
+def _caller(cell, namespace, writer, names, solutions=()):
     """In a caller forked from the program: the test cell runs with the student's namespace, and each
-    call of a student's function sends its result to the judge on `writer`. Never returns."""
+    call of a student's function sends its result to the judge on `writer`. The exercises judged before
+    this one are the instructor's solutions here (`solutions`), so that a student's function that calls
+    one of them is judged on its own. Never returns."""
     try:
         _only_descriptors([writer])
         from . import boundary
         from .checks import core
 
+        names = sorted({*names, *_bind_solutions(namespace, solutions)})
         students = [namespace[name] for name in names]
         core.boundary = boundary.Recorder(writer, students)
         core.boundary.send_names(names)
         _test(cell, dict(namespace))
     finally:
         os._exit(0)
+
+
+def _bind_solutions(namespace, solutions) -> list[str]:
+    """Bind the names each solution defines in `namespace` to the solution's own; the names bound. The
+    solutions run in a copy of the namespace, in order, so that one may call an earlier one; one that fails
+    here (the student's program changed what it needs) leaves the student's own."""
+    scope, bound = dict(namespace), []
+    for solution in solutions:
+        try:
+            exec(compile(solution["source"], "<solution>", "exec", dont_inherit=True), scope)
+        except Exception:  # noqa: BLE001: the student's own stay
+            continue
+        for name in solution["names"]:
+            if name in scope:
+                namespace[name] = scope[name]
+                bound.append(name)
+    return bound
+
+
+def _read_solutions(fd) -> list[dict]:
+    """The instructor's solutions, each with the test cells of its exercise, read from `fd` (None: none)."""
+    if fd is None:
+        return []
+    with open(fd, encoding="utf-8") as file:
+        return json.load(file)
+
+
+def _read_exactly(fd, size) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return data
 
 
 def _only_descriptors(kept):
@@ -234,7 +298,7 @@ def _judged(namespace, names) -> dict:
     return judged
 
 
-def run_test(cell, namespace, timeout, calls) -> dict:
+def run_test(cell, namespace, timeout, calls, own=()) -> dict:
     """One test cell's judge, forked; its result, or why it has none (died, timed out). It reads the
     student's names, then each call's result, from its caller on `calls`."""
     reader, writer = os.pipe()
@@ -262,7 +326,7 @@ def run_test(cell, namespace, timeout, calls) -> dict:
         result = json.loads(received)
         if result["passed"] is True:
             return {"passed": True}
-        return {"passed": False, "message": render(result, cell["source"], cell.get("visible")), **diagnosis(result)}
+        return {"passed": False, "message": render(result, cell["source"], cell.get("visible"), own), **diagnosis(result)}
     except (ValueError, KeyError, TypeError, AttributeError):
         return {"passed": False, "key": "kernel_died"}  # it ended without a result: a crash, a limit
 
@@ -322,6 +386,8 @@ def _judge(cell, namespace, writer, calls):
 
 def _test(cell, namespace) -> dict:
     """Run the test; a failure comes back as its message key and typed fields, never as text."""
+    from .messages import typed_field
+
     try:
         exec(compile(cell["source"], f"<test {cell['grade_id']}>", "exec", dont_inherit=True), namespace)
     except AssertionError as failure:  # a check's (messages.diagnostic), or a bare `assert` of a test
@@ -329,31 +395,12 @@ def _test(cell, namespace) -> dict:
         if not isinstance(fields, dict):
             return {"passed": False, "key": "verdict_failed"}
         return {"passed": False, "key": getattr(failure, "course_key", "verdict_failed"),
-                "fields": {name: _typed(value) for name, value in fields.items()}}
+                "fields": {name: typed_field(value) for name, value in fields.items()}}
     except NameError as error:
         return {"passed": False, "key": "verdict_not_defined", "fields": {"name": {"str": getattr(error, "name", None) or ""}}}
     except BaseException as error:  # noqa: BLE001: SystemExit, KeyboardInterrupt, a test's own error
         return {"passed": False, "key": "verdict_raised", "fields": {"error": {"str": type(error).__name__}}}
     return {"passed": True}
-
-
-def _typed(value) -> dict:
-    """A diagnostic's field as a typed value the parent can check (see `render`)."""
-    import torch
-
-    from .messages import Bilingual, fixed_texts
-
-    if isinstance(value, Bilingual):
-        return {"text": fixed_texts().get(value.en, "")}
-    if isinstance(value, torch.device):
-        return {"device": str(value)}
-    if isinstance(value, torch.dtype):
-        return {"dtype": str(value)}
-    if isinstance(value, (bool, int, float)):
-        return {"number": value}
-    if isinstance(value, (tuple, list, torch.Size)) and all(type(v) is int for v in value):
-        return {"shape": list(value)}
-    return {"str": str(value)[:400]}
 
 
 # What a diagnostic may carry from the test's child, whose process the student's code shares: the grader
@@ -371,10 +418,11 @@ FIELD_LIMIT = 240  # characters of one field
 HIDDEN_RUN = 4
 
 
-def render(result, source, visible=None) -> str:
+def render(result, source, visible=None, own=()) -> str:
     """The bilingual text of a test's failure, built here from the parts that passed their check.
     `visible`: the cell as released (DecideGrades removes the hidden tests with nbgrader's own
-    delimiters); None: the cell has no hidden part."""
+    delimiters); None: the cell has no hidden part. `own`: the student's cells, whose lines and words an
+    error the student's code raised may show."""
     from .messages import catalogue, message, text
 
     key, fields = result.get("key"), result.get("fields") or {}
@@ -385,10 +433,15 @@ def render(result, source, visible=None) -> str:
     # words of the cell as released may show (hidden-only words, however interleaved, become "…").
     labels, words = _words(source), _words(source if visible is None else visible)
     hidden = _hidden_runs(source, visible)
-    shown = {}
+    shown, written = {}, Written(own)
     for name, typed in fields.items():
-        if isinstance(name, str) and name.isidentifier() and isinstance(typed, dict) and len(typed) == 1:
-            shown[name] = _field(name, *typed.items(), labels if name == "what" else words, text, hidden)
+        if name == "lines" and isinstance(typed, dict) and isinstance(typed.get("str"), str):
+            line = written.first_line(typed["str"].splitlines())
+            if line is not None:  # where the student's code raised, a line the student wrote
+                shown["line"] = line
+                key = "verdict_call_raised_at" if key == "verdict_call_raised" else key
+        elif isinstance(name, str) and name.isidentifier() and isinstance(typed, dict) and len(typed) == 1:
+            shown[name] = _field(name, *typed.items(), labels if name == "what" else words, text, hidden, written)
     try:
         return message(key, **shown)
     except (KeyError, IndexError, ValueError, AttributeError):
@@ -408,7 +461,41 @@ def diagnosis(result) -> dict:
     return {"key": key, **({"hint": hint} if isinstance(hint, str) and hint in catalogue() else {})}
 
 
-def _field(name, item, words, text, hidden=frozenset()):
+class Written:
+    """What the student wrote in their cells, which a diagnostic may quote back to them: one of their lines
+    (where their code raised), and a string literal of theirs that is an error's whole first line. Never a
+    caller's text as it is: the caller ran the test cell, hidden part and all, and could spell anything with
+    the student's words, numbers or separators; it can only pick one of the student's own lines or literals
+    (a few bits per failed test, README "What a student's code can still misreport")."""
+
+    LITERAL_LIMIT = 200  # characters of a literal the grader quotes
+
+    def __init__(self, sources=()):
+        self.lines, self.literals = set(), set()
+        for source in sources:
+            self.lines |= {line.strip() for line in source.splitlines() if line.strip()}
+            self.literals |= _literals(source, self.LITERAL_LIMIT)
+
+    def first_line(self, lines) -> str | None:
+        """The first of `lines` that is one of the student's, as the student wrote it."""
+        return next((line.strip() for line in lines if line.strip() in self.lines), None)
+
+    def message(self, text) -> str | None:
+        """The error's first line, if it is one of the student's string literals; None otherwise."""
+        first = text.splitlines()[0].strip() if text else ""
+        return first if first in self.literals else None
+
+
+def _literals(source, limit) -> set:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):  # a cell with magics: its literals are not quoted
+        return set()
+    return {node.value.strip() for node in ast.walk(tree) if isinstance(node, ast.Constant)
+            and isinstance(node.value, str) and "\n" not in node.value.strip() and 0 < len(node.value.strip()) <= limit}
+
+
+def _field(name, item, words, text, hidden=frozenset(), written=Written()):
     kind, value = item
     if kind == "text" and isinstance(value, str) and value:
         try:
@@ -429,7 +516,10 @@ def _field(name, item, words, text, hidden=frozenset()):
         if not _known_error_type(kind_name):
             kind_name = "Exception"
         known = _known_error(rest)
-        return f"{kind_name}: {known} …" if known else kind_name
+        if known:
+            return f"{kind_name}: {known} …"
+        own = written.message(rest)
+        return f"{kind_name}: {own}" if own else kind_name
     if kind == "str" and isinstance(value, str) and len(value) <= FIELD_LIMIT:
         pieces = re.split(r"([\w.]+)", value)  # separators and words, alternately
         if all(SEPARATORS.fullmatch(p) for p in pieces[0::2]) and all(_known(w, words) for w in pieces[1::2]) \
@@ -506,6 +596,7 @@ def main():
     with open(job_path, encoding="utf-8") as file:
         job = json.load(file)
     os.unlink(job_path)
+    solutions = _opened_and_removed(os.path.join(os.path.dirname(job_path), "references.json"))
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # is_available() does not start CUDA before a fork
     _not_dumpable()
     from .kernel import limit_resources, own_session_keyring
@@ -515,7 +606,19 @@ def main():
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # what the instructor's cells print goes nowhere; records go to grader_fd
         os.dup2(null, fd)
-    run(job["cells"], job["timeout"], grader_fd, sandboxed=job.get("sandboxed", False))
+    with simulated_accelerator(job["grader_machine"]) if job.get("grader_machine") else contextlib.nullcontext():
+        run(job["cells"], job["timeout"], grader_fd, sandboxed=job.get("sandboxed", False), solutions=solutions)
+
+
+def _opened_and_removed(path) -> int | None:
+    """A descriptor of the file, whose path is gone: read only after the program is forked (which closes
+    it), so that nothing of it is in the program's memory, and no process finds it by its path."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    os.unlink(path)
+    return fd
 
 
 if __name__ == "__main__":

@@ -16,12 +16,13 @@ a new worker and finishes the class. (multiprocessing.Pool would lose the task a
 Beyond one machine (README, "Beyond one machine"): `--shard I/N` grades only the students whose id
 hashes to shard I of N, so N cluster jobs, each on its own copy of the course folder and all writing into
 one PostgreSQL gradebook, grade every student exactly once; `merge` brings their autograded/ folders
-back into one course folder for `nbgrader generate_feedback`.
+back into one course folder for `nbgrader generate_feedback` (with each student's attempts/ record).
 """
 import copy
 import ctypes
 import hashlib
 import io
+import json
 import logging
 import multiprocessing
 import multiprocessing.connection
@@ -37,6 +38,7 @@ from pathlib import Path
 from autograder.messages import Bilingual, text
 
 from .kernels import forkserver
+from .plugins.autograde import attempts_file
 from .terminal import VisibleLogFormatter, quoted, visible
 
 LOGS = "logs"  # the course folder's logs/ASSIGNMENT/STUDENT.log: each student's whole grading log
@@ -75,7 +77,7 @@ def in_shard(students, shard: tuple[int, int]) -> list[str]:
 
 def grade(root: Path, assignment: str, jobs: int, config, students=None, progress=print,
           fork_server=True, shard: tuple[int, int] | None = None, force=False, quote=print) -> Outcome:
-    """Autograde `assignment` for `students` (everyone in submitted/) with `config`, the course's
+    """Autograde `assignment` for `students` (None: everyone in submitted/) with `config`, the course's
     settings (course/settings.py), in `jobs` worker processes. `progress` gets this function's own lines,
     `quote` the lines quoted from submissions' grading logs (course.terminal.quoted), each line once.
 
@@ -83,7 +85,7 @@ def grade(root: Path, assignment: str, jobs: int, config, students=None, progres
     as it is (its hand grading too: nbgrader flags every hand-graded answer of a submission it regrades
     for review again); `force` regrades every one, as `nbgrader autograde --force`."""
     root = Path(root).resolve()
-    students = students or submitted_students(root, assignment)
+    students = submitted_students(root, assignment) if students is None else students
     if shard:
         total, students = len(students), in_shard(students, shard)
         shown = text("shard_selected", index=shard[0], count=shard[1], selected=len(students), total=total)
@@ -325,4 +327,16 @@ def merge(root: Path, assignment: str, shard_roots) -> dict[str, Path]:
             continue  # the course folder is one of the shards
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(Path(shard_root) / "autograded" / student / assignment, target)
+        merge_attempts(Path(attempts_file(shard_root, assignment, student)), Path(attempts_file(root, assignment, student)))
     return found
+
+
+def merge_attempts(shard: Path, course: Path):
+    """The shard's record of a student's graded submissions joins the course folder's (attempts/, for
+    `course insights`' first attempts): the shard's entry wins for a submission graded in both."""
+    if not shard.exists():
+        return
+    recorded = json.loads(course.read_text("utf-8")) if course.exists() else {}
+    recorded.update(json.loads(shard.read_text("utf-8")))
+    course.parent.mkdir(parents=True, exist_ok=True)
+    course.write_text(json.dumps(recorded, indent=1, sort_keys=True), "utf-8")

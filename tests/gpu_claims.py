@@ -30,6 +30,7 @@ class Claim:
     needs: str          # "cuda": a CUDA device; "2 cuda": two of them; "cuda-build": PyTorch built for CUDA
     check: Callable[[], tuple[bool, str]]  # → (holds, what was seen)
     shown: str | None = None  # the message key of the lesson cell it checks (what that cell prints without CUDA)
+    wording: bool = False     # it compares PyTorch's own words, which another version than the pin may change
 
     def runnable(self) -> bool:
         if self.needs == "cuda-build":
@@ -37,9 +38,9 @@ class Claim:
         return torch.cuda.is_available() and torch.cuda.device_count() >= (2 if self.needs == "2 cuda" else 1)
 
 
-def claim(lesson, says, needs="cuda"):
+def claim(lesson, says, needs="cuda", wording=False):
     def register(check):
-        CLAIMS.append(Claim(lesson, says, needs, check))
+        CLAIMS.append(Claim(lesson, says, needs, check, wording=wording))
         return check
     return register
 
@@ -122,19 +123,38 @@ def grad_follows_to_cuda():
     return model.weight.grad.device.type == "cuda", f"grad on {model.weight.grad.device}"
 
 
-@claim("8 · The bug: reading a device→host non-blocking copy too early",
-       "a non_blocking CUDA→CPU copy returns before the data has arrived; synchronising makes it correct")
-def early_read_race():
+EARLY_READ = """
+import torch
+
+def early_read():
     x = torch.zeros(1 << 20, device="cuda")
     torch.cuda._sleep(1_000_000_000)          # keep the stream busy for a while
     x.add_(1)
-    y = x.to("cpu", non_blocking=True)
+    y = x.to("cpu", non_blocking=True)        # into pinned memory from PyTorch's caching host allocator
     arrived = torch.cuda.Event()
     arrived.record()
     early = arrived.query()                   # False: the copy is still queued behind the work
     torch.cuda.synchronize()
-    correct = bool((y == 1).all())
-    return (not early) and correct, f"done at return: {early}; correct after synchronize: {correct}"
+    return early, bool((y == 1).all())
+
+print(*early_read(), *early_read())
+"""
+
+
+@claim("8 · The bug: reading a device→host non-blocking copy too early",
+       "a non_blocking CUDA→CPU copy returns before the data has arrived; synchronising makes it correct. "
+       "The first one of a process may already wait (its pinned allocation synchronises the device), so a "
+       "missing synchronisation can pass a first test and fail later")
+def early_read_race():
+    """Both ways, in a fresh process (this one has pinned memory already): the first copy, whose pinned
+    destination is a new allocation, and the second, which reuses it."""
+    seen = subprocess.run([sys.executable, "-c", EARLY_READ], capture_output=True, text=True, timeout=300).stdout.split()
+    if len(seen) != 4:
+        return False, f"the probe printed {seen}"
+    first_early, first_correct, later_early, later_correct = (word == "True" for word in seen)
+    holds = first_correct and later_correct and not later_early
+    return holds, (f"first copy of a process done at return: {first_early}; a later one: {later_early}; "
+                   f"correct after synchronize: {first_correct and later_correct}")
 
 
 @claim("7 · Pinned memory", "pin_memory() returns a new, pinned copy; the original stays pageable")
@@ -300,22 +320,33 @@ def bf16_native_from_ampere():
     return holds, f"capability {capability}, native bf16: {native}, autocast produced {produced}"
 
 
-@claim("10 · `binary_cross_entropy` is refused under CUDA autocast",
-       "binary_cross_entropy raises RuntimeError under float16 CUDA autocast; the logits version gives float32")
-def bce_refused_under_cuda_autocast():
+def bce_under_cuda_autocast():
+    """binary_cross_entropy's error under float16 CUDA autocast ("no error" if none), and the logits version's dtype."""
     scores, labels = torch.randn(8, 1, device="cuda"), torch.randint(0, 2, (8, 1), device="cuda").float()
     with torch.autocast("cuda", dtype=torch.float16):
         refused = error_of(lambda: nn.functional.binary_cross_entropy(torch.sigmoid(scores), labels))
         with_logits = nn.functional.binary_cross_entropy_with_logits(scores, labels).dtype
-    holds = "unsafe to autocast" in refused and with_logits == torch.float32
+    return refused, with_logits
+
+
+@claim("10 · `binary_cross_entropy` is refused under CUDA autocast",
+       "binary_cross_entropy raises RuntimeError under float16 CUDA autocast; the logits version gives float32")
+def bce_refused_under_cuda_autocast():
+    refused, with_logits = bce_under_cuda_autocast()
+    holds = refused != "no error" and with_logits == torch.float32
     return holds, f"binary_cross_entropy: {refused.splitlines()[0]}; with logits: {with_logits}"
 
 
-@claim("10 · Casting a model for 16-bit inference",
-       "a float32 LayerNorm refuses a float16 input on CUDA (\"expected scalar type Half but found Float\"), "
-       "and so does GroupNorm; a float32 BatchNorm1d accepts it; with float32 fed in and float16 handed back by "
-       "hooks, the lesson's cast model runs")
-def float32_norms_refuse_16_bit_inputs_on_cuda():
+@claim("10 · `binary_cross_entropy` is refused under CUDA autocast",
+       "its error says binary_cross_entropy is 'unsafe to autocast'", wording=True)
+def bce_refusal_wording():
+    refused, _ = bce_under_cuda_autocast()
+    return "unsafe to autocast" in refused, refused.splitlines()[0]
+
+
+def norms_under_16_bit_inputs_on_cuda():
+    """The errors of a float32 LayerNorm and GroupNorm fed float16 on CUDA, the dtype a float32 BatchNorm1d
+    returns, and what lesson 10's hooked model returns."""
     x = torch.randn(4, 8, device="cuda", dtype=torch.float16)
     refused = [error_of(lambda: norm.cuda()(x)) for norm in (nn.LayerNorm(8), nn.GroupNorm(2, 8))]
     batch_norm = nn.BatchNorm1d(8).cuda().eval()(x).dtype
@@ -327,11 +358,24 @@ def float32_norms_refuse_16_bit_inputs_on_cuda():
         else:
             for p in module.parameters(recurse=False):
                 p.data = p.data.to(torch.float16)
-    output = net(torch.randn(3, 4, device="cuda", dtype=torch.float16)).dtype
-    holds = "expected scalar type Half but found Float" in refused[0] and refused[1] != "no error" and \
-        batch_norm == torch.float16 and output == torch.float16
+    return refused, batch_norm, net(torch.randn(3, 4, device="cuda", dtype=torch.float16)).dtype
+
+
+@claim("10 · Casting a model for 16-bit inference",
+       "a float32 LayerNorm refuses a float16 input on CUDA, and so does GroupNorm; a float32 BatchNorm1d accepts "
+       "it; with float32 fed in and float16 handed back by hooks, the lesson's cast model runs")
+def float32_norms_refuse_16_bit_inputs_on_cuda():
+    refused, batch_norm, output = norms_under_16_bit_inputs_on_cuda()
+    holds = "no error" not in refused and batch_norm == torch.float16 and output == torch.float16
     return holds, f"LayerNorm, GroupNorm: {[r.splitlines()[0] for r in refused]}; " \
                   f"BatchNorm1d: {batch_norm}; the recipe's model: {output}"
+
+
+@claim("10 · Casting a model for 16-bit inference",
+       "LayerNorm's refusal reads \"expected scalar type Half but found Float\"", wording=True)
+def layer_norm_refusal_wording():
+    [layer_norm, _], _, _ = norms_under_16_bit_inputs_on_cuda()
+    return "expected scalar type Half but found Float" in layer_norm, layer_norm.splitlines()[0]
 
 
 # ------------------------------------------------------------------ lesson 1 · which GPUs a process sees
@@ -375,7 +419,7 @@ def visible_devices_too_late():
 @claim("13 · Reading a device-mismatch error",
        "a linear layer on CUDA fed a CPU batch: 'Expected all tensors to be on the same device, but got "
        "mat1 is on cpu, different from other tensors on cuda:0 (when checking argument in method "
-       "wrapper_CUDA_addmm)'")
+       "wrapper_CUDA_addmm)'", wording=True)
 def linear_mismatch_message():
     text = error_of(lambda: nn.Linear(3, 2).cuda()(torch.randn(4, 3)))
     expected = ("Expected all tensors to be on the same device, but got mat1 is on cpu, different from "
@@ -384,7 +428,7 @@ def linear_mismatch_message():
 
 
 @claim("13 · Reading a device-mismatch error",
-       "an element-wise op: 'Expected all tensors to be on the same device, but found at least two devices'")
+       "an element-wise op: 'Expected all tensors to be on the same device, but found at least two devices'", wording=True)
 def elementwise_mismatch_message():
     text = error_of(lambda: torch.ones(2, device="cuda") + torch.ones(2))
     return "but found at least two devices" in text, text
@@ -555,30 +599,50 @@ for _key, (_path, _index, _gpus) in gpu_only_cells().items():
                         "2 cuda" if _gpus >= 2 else "cuda", lesson_cell_shows(_key, _path, _index), shown=_key))
 
 
+def other_version_than_the_pin() -> str | None:
+    """The pinned version (Makefile) when this torch is another one, else None."""
+    from gpu_check import course_torch
+
+    pin = course_torch().pin
+    return pin if torch.__version__.split("+")[0] != pin else None
+
+
 def main() -> int:
     """Exit 1 on a contradiction, or when COURSE_REQUIRE_CUDA asks for more GPUs than there are (1: one,
-    2: two, so that the two-GPU claims cannot pass by being skipped)."""
+    2: two, so that the two-GPU claims cannot pass by being skipped). On a torch other than the pin, a claim
+    that compares PyTorch's own words (`wording`) and fails is a version difference, not a contradiction."""
     required = int(os.environ.get("COURSE_REQUIRE_CUDA") or 0)
     present = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if present < required:
         print(f"COURSE_REQUIRE_CUDA={required} but this machine has {present} CUDA GPU(s): no claim was checked.\n"
               f"已设置 COURSE_REQUIRE_CUDA={required}，但这台机器只有 {present} 块 CUDA GPU：没有检查任何说法。")
         return 1
-    contradictions = checked = skipped = 0
+    pin = other_version_than_the_pin()
+    contradictions = checked = skipped = differ = 0
     for item in CLAIMS:
         print(f"lesson {item.lesson}\n  says: {item.says}")
         if not item.runnable():
             print(f"  skipped: needs {item.needs}, not on this machine / 跳过：需要 {item.needs}")
             skipped += 1
             continue
+        worded = item.wording
         try:
             holds, seen = item.check()
-        except Exception as error:  # a claim that crashes is a contradiction too
-            holds, seen = False, f"{type(error).__name__}: {error}"
+        except Exception as error:  # a claim that crashes is a contradiction too, whatever it compares
+            holds, seen, worded = False, f"{type(error).__name__}: {error}", False
         checked += 1
-        contradictions += not holds
-        print(f"  saw:  {seen}\n  {'ok' if holds else 'CONTRADICTION / 与课程说法矛盾'}")
-    print(f"\n{checked - contradictions} passed, {contradictions} failed, {skipped} not checked on this machine")
+        print(f"  saw:  {seen}")
+        if holds:
+            print("  ok")
+        elif worded and pin:
+            differ += 1
+            print(f"  differs only with the torch version: torch {torch.__version__} words it otherwise than {pin} / "
+                  f"只因 torch 版本不同而不同：torch {torch.__version__} 的措辞与 {pin} 不同")
+        else:
+            contradictions += 1
+            print("  CONTRADICTION / 与课程说法矛盾")
+    print(f"\n{checked - contradictions - differ} passed, {contradictions} failed, {skipped} not checked on this machine"
+          + (f", {differ} differ only with the torch version" if differ else ""))
     return 1 if contradictions else 0
 
 

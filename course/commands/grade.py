@@ -9,10 +9,11 @@ from pathlib import Path
 from autograder.messages import Bilingual, message, text
 
 from .. import grade, settings
-from ..gradebook import print_hand_grading, registered, warn_not_on_roster
+from ..grade import submitted_students
+from ..gradebook import off_roster, print_hand_grading, print_late, registered
 from ..kernels import sandbox
 from ..terminal import OwnLines, visible
-from . import say
+from . import is_course_with, say
 
 HELP = "autograde a class in parallel / 并行自动评分整个班级"
 
@@ -59,9 +60,7 @@ def run(args) -> int:
 
 def _grade(args, quote) -> int:
     root = Path(args.root)
-    if not (root / "nbgrader_config.py").exists() or not (root / "source" / args.assignment).is_dir():
-        say(f"! {root.resolve()} is not a course folder with source/{args.assignment} and nbgrader_config.py.",
-            f"! {root.resolve()} 不是包含 source/{args.assignment} 和 nbgrader_config.py 的课程目录。")
+    if not is_course_with(root, args.assignment, "grade"):
         return 2
     config = settings.load(root)
     if args.no_sandbox:
@@ -77,8 +76,14 @@ def _grade(args, quote) -> int:
     if not registered(db_url, args.assignment):
         print(message("not_registered", assignment=args.assignment, gradebook=db_url), flush=True)
         return 2
-    warn_not_on_roster(root, db_url, args.assignment)
-    outcome = grade.grade(Path(args.root), args.assignment, args.jobs, config, args.student or None,
+    students = args.student or submitted_students(root.resolve(), args.assignment)
+    if config.Autograde.get("create_student", True) is False:
+        # nbgrader would refuse each of them with a traceback (MissingEntry), on every run: named once instead
+        unknown = off_roster(db_url, students)
+        if unknown:
+            print(message("not_on_roster", students=", ".join(map(visible, unknown)), assignment=args.assignment), flush=True)
+            students = [student for student in students if student not in unknown]
+    outcome = grade.grade(Path(args.root), args.assignment, args.jobs, config, students,
                                 progress=lambda line: print(line, flush=True),
                                 fork_server=not args.no_fork_server, shard=args.shard, force=args.force,
                                 quote=quote)
@@ -91,6 +96,7 @@ def _grade(args, quote) -> int:
         student = visible(student)
         say(f"! {student}: not graded: {error.en}", f"! {student}：未评分：{error.zh}")
     print(message("grading_logs", folder=outcome.logs), flush=True)
+    print_late(db_url, args.assignment)
     print_hand_grading(db_url, args.assignment)
     if not outcome.graded and not outcome.unchanged and not (args.shard and not outcome.failed):  # a shard may hold no student
         print(message("nothing_graded", assignment=args.assignment, folder=root.resolve() / "submitted"), flush=True)

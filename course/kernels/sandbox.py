@@ -151,19 +151,34 @@ def _isolation() -> list[str]:
 def runtime_paths() -> list[str]:
     """What a kernel needs read-only besides /usr: the interpreter's prefix, the environment, the
     `autograder` package folder (an editable install points into the repository: only the package
-    is bound, never the repository around it), and any site-packages folder outside them."""
+    is bound, never the repository around it), and any site-packages folder outside them, also those
+    the environment's .pth files add (`make gpu-check` sees the machine's own PyTorch that way)."""
     import site
 
     import autograder
 
     candidates = [sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix,
                   str(Path(sys.executable).resolve().parent.parent),
-                  str(Path(autograder.__file__).resolve().parent), *site.getsitepackages()]
+                  str(Path(autograder.__file__).resolve().parent), *site.getsitepackages(),
+                  *site_packages_added_by_pth_files(site.getsitepackages())]
     if site.ENABLE_USER_SITE:  # packages installed with `pip install --user` (never in a virtual environment)
         candidates.append(site.getusersitepackages())
     paths = sorted({os.path.realpath(p) for p in candidates if p and os.path.isdir(p)})
     # the fewest binds: drop a path inside another one
     return [p for p in paths if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in paths)]
+
+
+def site_packages_added_by_pth_files(folders) -> list[str]:
+    """The package folders that .pth files in `folders` add to sys.path, and only those: a folder named
+    site-packages or dist-packages (another environment's, whose packages this one uses). An editable
+    install's .pth file names the repository, which no kernel may see."""
+    added = []
+    for pth in (path for folder in folders for path in sorted(Path(folder).glob("*.pth"))):
+        for line in pth.read_text("utf-8", errors="replace").splitlines():
+            line = line.strip()
+            if os.path.isabs(line) and Path(line).name in ("site-packages", "dist-packages") and os.path.isdir(line):
+                added.append(line)
+    return added
 
 
 def too_wide(folder) -> str | None:

@@ -1,4 +1,5 @@
 """nbgrader preprocessors for grading untrusted submissions (configured in nbgrader_config.py)."""
+import ast
 import json
 import os
 import select
@@ -8,24 +9,49 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
+import nbformat
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.converters import Autograde
-from nbgrader.preprocessors import (ClearHiddenTests, DeduplicateIds, Execute, NbGraderPreprocessor, OverwriteCells,
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import (ClearHiddenTests, ClearSolutions, DeduplicateIds, Execute, NbGraderPreprocessor, OverwriteCells,
                                      SaveAutoGrades)
-from traitlets import Bool, Integer
+from traitlets import Bool, Enum, Integer
 
 from autograder.messages import message, printable
 
+from ..authoring.monolingual import source_to_traditional
 from ..kernels import forkserver, sandbox
 from ..kernels.manager import GradingKernelManager
 
 RECORDS_LIMIT = 4 * 2**20  # bytes of verdict records read from the verdict process
 def is_test_cell(cell) -> bool:
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
+
+
+class ForgetStaleFeedback(NbGraderPreprocessor):
+    """A submission graded again has no feedback until `nbgrader generate_feedback` makes it anew.
+
+    generate_feedback skips a student whose feedback is as new as the submission's timestamp.txt, and a
+    regrade (`--force`, after changing the tests) keeps that timestamp: the old page, with the old points,
+    would stay and `release_feedback` would send it. So the grading of a submission removes its feedback
+    folder first; `generate_feedback` then writes it again (or holds it back while hand grading waits).
+    First in the sanitize preprocessors: whatever happens to the grading, the old page is gone."""
+
+    def preprocess(self, nb, resources):
+        from nbgrader.coursedir import CourseDirectory
+
+        folders = CourseDirectory(config=self.config)
+        info = resources["nbgrader"]
+        stale = folders.format_path(folders.feedback_directory, info["student"], info["assignment"])
+        if os.path.isdir(stale):
+            self.log.info(message("feedback_removed", student=info["student"], folder=stale))
+            shutil.rmtree(stale)
+        return nb, resources
 
 
 class DropMalformedMetadata(NbGraderPreprocessor):
@@ -73,6 +99,29 @@ class ForgetUnknownCells(NbGraderPreprocessor):
             self.log.warning("Cell %d claims unknown grade id %r: graded as an ordinary cell",
                              index, printable(claimed.get("grade_id"), 100))
             del cell.metadata["nbgrader"]
+        return cell, resources
+
+
+class ViewedAsReleased(NbGraderPreprocessor):
+    """A tracked cell as a 繁體 view shows it (`course view --lang zh-hant`) is the released cell: its 简体 text is put
+    back before OverwriteCells and SaveAutoGrades compare anything. So a written answer left as viewed is unanswered
+    (0 points, as in the bilingual notebook), a test or prose cell as viewed is no tamper, and a 繁體 view grades
+    exactly as the bilingual notebook. A cell the student changed keeps its text. Runs before OverwriteCells.
+    """
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gradebook:
+            notebook = gradebook.find_notebook(info["notebook"], info["assignment"])
+            self.released = {cell.name: (cell.cell_type, released_source(cell, parent=self))
+                             for cell in notebook.source_cells}
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, index):
+        cell_type, released = self.released.get(cell.metadata.get("nbgrader", {}).get("grade_id"), (None, None))
+        if cell.cell_type == cell_type and cell.source != released:
+            if cell.source == source_to_traditional(cell_type, released):
+                cell.source = released
         return cell, resources
 
 
@@ -247,12 +296,15 @@ class DecideGrades(NbGraderPreprocessor):
     fork_server = Bool(True, help="Fork the verdict process from a warm fork server (torch imported once "
                                   "per grading process) rather than start a new one").tag(config=True)
     start_seconds = Integer(60, help="Seconds the verdict may take to start (before it runs any cell)").tag(config=True)
+    grader_machine = Enum(["cuda", "mps"], None, allow_none=True,
+                          help="Grade as a grader with this accelerator would, simulated (autograder/simulate.py): "
+                               "how the tests show that a GPU grader and a CPU one give the same points").tag(config=True)
 
     def preprocess(self, nb, resources):
         cells = [verdict_cell(cell, parent=self) for cell in nb.cells if cell.cell_type == "code"]
         tests = sum(cell["kind"] == "test" for cell in cells)
         started = time.monotonic()
-        records = self.verdict(cells) if tests else {}
+        records = self.verdict(cells, self.references(resources)) if tests else {}
         self.log.info("Verdict of %d test cells in %.1f s", tests, time.monotonic() - started)
         for cell in nb.cells:
             if is_test_cell(cell):
@@ -287,14 +339,31 @@ class DecideGrades(NbGraderPreprocessor):
         the clock (the verdict's parent keeps the same limits, but shares the sandbox with the student's code)."""
         return [self.start_seconds, *(cell["timeout"] + 10 for cell in cells if cell["kind"] == "test")]
 
-    def verdict(self, cells) -> dict:
-        """grade id → {"passed": bool, "message" or "key"}: the verdict process's records."""
+    def references(self, resources) -> list[dict]:
+        """The instructor's solutions (see `solutions`), from the assignment's source notebook; [] where
+        there is none."""
+        info = resources.get("nbgrader", {})
+        if "assignment" not in info or "notebook" not in info:
+            return []
+        folders = CourseDirectory(config=self.config)
+        path = Path(folders.format_path(folders.source_directory, ".", info["assignment"])) / f"{info['notebook']}.ipynb"
+        if not path.is_file():
+            self.log.warning("No source notebook at %s: each exercise is graded with the student's earlier ones", path)
+            return []
+        return solutions(nbformat.read(path, as_version=4), parent=self)
+
+    def verdict(self, cells, references=None) -> dict:
+        """grade id → {"passed": bool, "message" or "key"}: the verdict process's records. `references`:
+        what `references` returns, given to the verdict apart from the cells (autograder/verdict.py)."""
         cells = self.with_limits(cells)
         folder = tempfile.mkdtemp(prefix="course-verdict-")
         job_path = os.path.join(folder, "job.json")  # read, then removed, before any test runs
         with open(job_path, "w", encoding="utf-8") as job:
             json.dump({"cells": cells, "timeout": self.cell_timeout(), "memory_bytes": self.memory_bytes,
-                       "cpu_seconds": self.cpu_seconds, "sandboxed": sandbox.enabled(self.config)}, job)
+                       "cpu_seconds": self.cpu_seconds, "sandboxed": sandbox.enabled(self.config),
+                       "grader_machine": self.grader_machine}, job)
+        with open(references_path(job_path), "w", encoding="utf-8") as file:
+            json.dump(references or [], file)
         reader, writer = os.pipe()
         box = process = None
         try:
@@ -360,6 +429,50 @@ def verdict_command(writer, job_path) -> list[str]:
     return [sys.executable, "-I", "-m", "autograder.verdict", str(writer), job_path]
 
 
+def references_path(job_path) -> str:
+    """Beside the job: the verdict's parent opens it and removes it before the program starts, and reads it
+    only once the program runs apart (autograder/verdict.py)."""
+    return os.path.join(os.path.dirname(job_path), "references.json")
+
+
+def solutions(source, parent=None) -> list[dict]:
+    """The instructor's solution cells, each as {"source", "names", "tests"}: the names the released cell
+    defines (the exercise's own functions and classes) and the grade ids of its exercise's test cells (those
+    after it, up to the next exercise's solution).
+
+    A test cell's caller binds those names to the instructor's solutions of the exercises already judged, so
+    that a student's function that calls an earlier exercise's (a `train_step` that asks `model_device`) is
+    judged on its own: a wrong answer costs the points of its own exercise only. The verdict's parent sends a
+    solution only once every test cell of its exercise has its record, in whatever order the submission holds
+    them, so a solution never reaches the student's process before its own points are decided."""
+    found, exercise = [], []  # exercise: the solutions the next test cells judge
+    for cell in source.cells:
+        if cell.cell_type != "code":
+            continue
+        if is_test_cell(cell):
+            for solution in exercise:
+                solution["tests"].append(cell.metadata.nbgrader["grade_id"])
+        elif utils.is_solution(cell):
+            if any(solution["tests"] for solution in exercise):  # a solution after tests: the next exercise
+                exercise = []
+            released = NotebookNode(cell_type="code", source=cell.source, metadata={})
+            ClearSolutions(parent=parent)._replace_solution_region(released, "python")
+            if names := defined_names(released.source):
+                exercise.append({"source": cell.source, "names": names, "tests": []})
+                found.append(exercise[-1])
+    return [solution for solution in found if solution["tests"]]  # one no test judges is never sent
+
+
+def defined_names(source) -> list[str]:
+    """The functions and classes a cell defines at its top level."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    return [node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+
+
 def verdict_cell(cell, parent=None) -> dict:
     """A code cell as the verdict process needs it: test (with its text as released: nbgrader's own
     delimiters tell its hidden part), instructor's (locked, restored by OverwriteCells), or student's."""
@@ -405,6 +518,41 @@ def own_error(cell) -> str | None:
 DIAGNOSIS = "course_diagnosis"  # test-cell metadata of an autograded notebook: what `course insights` counts
 
 
+ATTEMPTS = "attempts"  # the course folder's attempts/ASSIGNMENT/STUDENT.json: each graded submission's diagnoses
+
+
+def attempts_file(root, assignment: str, student: str) -> str:
+    """Where the grader keeps what each graded submission of `student` got wrong, by submission time:
+    outside autograded/, which grading a resubmission replaces (`course insights` reads it)."""
+    return os.path.join(str(root), ATTEMPTS, assignment, f"{student}.json")
+
+
+class RememberAttempts(NbGraderPreprocessor):
+    """Keep the diagnoses of every graded submission, by the time it was submitted, so that a student's first
+    attempt is not lost when they resubmit (`course insights` shows it apart from the latest). Grading the same
+    submission again (`--force`) replaces its entry. After DecideGrades, which stores the diagnoses."""
+
+    def preprocess(self, nb, resources):
+        from nbgrader.coursedir import CourseDirectory
+
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gradebook:
+            submitted = gradebook.find_submission(info["assignment"], info["student"]).timestamp
+        cells = {cell.metadata["nbgrader"].get("grade_id"): dict(cell.metadata.get(DIAGNOSIS, {}))
+                 for cell in nb.cells if is_test_cell(cell)}
+        cells.pop(None, None)
+        path = attempts_file(CourseDirectory(config=self.config).root, info["assignment"], info["student"])
+        recorded = {}
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as kept:
+                recorded = json.load(kept)
+        recorded.setdefault(str(submitted or ""), {})[info["notebook"]] = cells
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as kept:
+            json.dump(recorded, kept, indent=1, sort_keys=True)
+        return nb, resources
+
+
 def diagnosis(record, kernel_error) -> dict:
     """The message keys of why a test cell lost its points ({} when it kept them), from the grader's
     records only: the verdict's key and hint (checked against the catalogue there), else why there was
@@ -423,13 +571,22 @@ def decided_outputs(record, kernel_error) -> list:
     if record.get("passed") is True and kernel_error is None:
         return [NotebookNode(output_type="stream", name="stdout", text=message("verdict_passed") + "\n")]
     outputs = []
-    if record.get("passed") is not True:
+    passed = record.get("passed") is True
+    if not passed:
         shown = printable(record.get("message") or message(record.get("key") or "verdict_missing"))
         outputs.append(NotebookNode(output_type="error", ename="AssertionError", evalue=shown, traceback=[shown]))
+        if kernel_error is not None and _same_diagnostic(kernel_error, shown):
+            return outputs  # the visible test failed in the kernel as the grader's check did: shown once
     if kernel_error is not None:
-        shown = message("own_run_failed") + "\n" + printable(kernel_error)
+        # the note says what happened: the grader's calls passed, or the cell failed in both runs
+        shown = message("own_run_failed" if passed else "own_run_failed_too") + "\n" + printable(kernel_error)
         outputs.append(NotebookNode(output_type="error", ename="OwnRunFailed", evalue=shown, traceback=[shown]))
     return outputs
+
+
+def _same_diagnostic(kernel_error: str, shown: str) -> bool:
+    """Whether the kernel's own error (`ename: evalue`) is the diagnostic the verdict gives."""
+    return printable(kernel_error.partition(": ")[2]).strip() == shown.strip()
 
 
 class NotebookOverBudget(CellTimeoutError):
@@ -446,21 +603,26 @@ def _nbgrader_default(trait) -> list:
 
 
 def sanitize_pipeline() -> list:
-    """nbgrader's sanitize preprocessors for autograde (the submission before anything runs), with cells of
+    """nbgrader's sanitize preprocessors for autograde (the submission before anything runs), after the
+    submission's old feedback is removed (ForgetStaleFeedback), with cells of
     malformed nbgrader metadata or unknown grade ids made ordinary cells, and OverwriteCells that does not
     warn about test cells left as released (their hidden tests make the checksum differ), so that a warning
-    in the log means a test cell was really changed."""
-    pipeline = _nbgrader_default("sanitize_preprocessors")
+    in the log means a test cell was really changed; before it, the cells of a 繁體 view made the released ones
+    again (ViewedAsReleased)."""
+    pipeline = [f"{__name__}.ForgetStaleFeedback", *_nbgrader_default("sanitize_preprocessors")]
     pipeline.insert(pipeline.index(DeduplicateIds), f"{__name__}.DropMalformedMetadata")
     pipeline.insert(pipeline.index(OverwriteCells), f"{__name__}.ForgetUnknownCells")
+    pipeline.insert(pipeline.index(OverwriteCells), f"{__name__}.ViewedAsReleased")
     pipeline[pipeline.index(OverwriteCells)] = f"{__name__}.OverwriteCellsQuietly"
     return pipeline
 
 
 def autograde_pipeline() -> list:
     """nbgrader's autograde preprocessors, with SafeExecute for Execute (a kernel that dies or hangs costs
-    only the cells that did not run) and DecideGrades before SaveAutoGrades reads the points."""
+    only the cells that did not run), DecideGrades before SaveAutoGrades reads the points, and
+    RememberAttempts at the end (each graded submission's diagnoses, for `course insights`)."""
     pipeline = [f"{__name__}.SafeExecute" if step is Execute else step
                 for step in _nbgrader_default("autograde_preprocessors")]
     pipeline.insert(pipeline.index(SaveAutoGrades), f"{__name__}.DecideGrades")
+    pipeline.append(f"{__name__}.RememberAttempts")
     return pipeline

@@ -148,11 +148,12 @@ class Listener:
 
 def course_files(root: Path) -> dict:
     """Every file, folder and link under the course folder (.pyc included), except what the graders
-    themselves write there while grading (autograded/, the gradebook, `course grade`'s logs/)."""
+    themselves write there while grading (autograded/, the gradebook, `course grade`'s logs/, each graded
+    submission's diagnoses in attempts/)."""
     found = {}
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)
-        if relative.parts[0] in ("autograded", "logs") or relative.parts[0].startswith("gradebook.db"):
+        if relative.parts[0] in ("autograded", "logs", "attempts") or relative.parts[0].startswith("gradebook.db"):
             continue
         if path.is_symlink():
             found[str(relative)] = f"link to {os.readlink(path)}"

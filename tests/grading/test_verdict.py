@@ -72,6 +72,147 @@ def test_a_right_answer_in_ordinary_python_keeps_its_points(answer):
     assert decided(answer)["double0"]["passed"] is True
 
 
+def test_an_error_the_students_function_raised_in_the_grader_shows_its_message_and_line():
+    answer = ("def double(x):\n    if x.requires_grad:\n        return 2 * x\n"
+              "    raise TypeError('double wants a tensor that requires grad')")
+    record = decided(answer)["double0"]
+    assert record["passed"] is False and record["key"] == "verdict_call_raised"
+    assert "TypeError: double wants a tensor that requires grad" in record["message"]
+    assert "raise TypeError('double wants a tensor that requires grad')" in record["message"]
+
+
+# Answers that ask whether CUDA is there, at definition time or when called: a grader with CUDA (simulated)
+# and one without give each the same points. The student's cells run on the students' usual machine (the
+# CUDA build without a GPU) in the verdict, whatever the grader's, so a value computed at definition time
+# does not follow the grader.
+AVAILABILITY = {
+    "flag-at-definition": ("ON_GPU = torch.cuda.is_available()\ndef double(x):\n"
+                           "    return (2 * x).to('cuda' if ON_GPU else x.device)", True),
+    "device-at-definition": ("DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+                             "def double(x):\n    return (2 * x.to(DEVICE)).to(x.device)", True),
+    "moves-when-called": ("def double(x):\n    return (2 * x).to('cuda') if torch.cuda.is_available() else x", False),
+}
+
+
+@pytest.mark.parametrize("answer, right", AVAILABILITY.values(), ids=AVAILABILITY.keys())
+def test_a_grader_with_cuda_and_one_without_give_the_same_points(answer, right):
+    on_cpu, on_gpu = decided(answer)["double0"], decided(answer, grader_machine="cuda")["double0"]
+    assert on_cpu["passed"] is on_gpu["passed"] is right
+
+
+WHERE_ON_A_GPU = ("from autograder import checks\nfrom autograder.simulate import Machine, simulated_machine\n"
+                  "with simulated_machine(Machine('cuda', 'cuda')):\n    chosen = checks.call('where()', where)\n"
+                  "checks.assert_device_choice(chosen, 'cuda', 'where()', 'device_hint_order')")
+WHERE_THE_INSTRUCTOR_SAYS = ("from autograder import checks\n"
+                             "checks.assert_device_choice(checks.call('where()', where), DEVICE, 'where()', 'device_hint_order')")
+# Honest programs the students' machine must not change (the attacker's findings): a function imported under
+# another name while the student's cells ran on it, asked later on a simulated GPU; a CUDA-only question at
+# definition time on a CPU build; an instructor's cell that reads the machine (it runs on the grader's, as
+# in the judge).
+DEFINITIONS = {
+    "imported-alias": ("import torch", "from torch.cuda import is_available as cuda_available\ndef where():\n"
+                       "    return torch.device('cuda' if cuda_available() else 'cpu')", WHERE_ON_A_GPU),
+    "kept-in-a-table": ("import torch", "ORDER = [('cuda', torch.cuda.is_available), ('mps', torch.backends.mps.is_available)]\n"
+                        "def where():\n    return torch.device(next((d for d, ok in ORDER if ok()), 'cpu'))", WHERE_ON_A_GPU),
+    "arch-list-at-definition": ("import torch", "print('compiled for', torch.cuda.get_arch_list())\ndef where():\n"
+                                "    return torch.device('cuda' if torch.cuda.is_available() else 'cpu')", WHERE_ON_A_GPU),
+    "instructors-machine": ("import torch\nDEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')",
+                            "def where():\n    return DEVICE", WHERE_THE_INSTRUCTOR_SAYS),
+}
+
+
+@pytest.mark.parametrize("trusted, answer, test", DEFINITIONS.values(), ids=DEFINITIONS.keys())
+@pytest.mark.parametrize("grader_machine", [None, "cuda"], ids=["cpu-grader", "cuda-grader"])
+def test_an_honest_program_keeps_its_points_on_the_students_machine(trusted, answer, test, grader_machine):
+    cells = [{"kind": "trusted", "source": trusted, "grade_id": "imports"},
+             {"kind": "student", "source": answer, "grade_id": "answer"},
+             {"kind": "test", "source": test, "grade_id": "where", "visible": test}]
+    assert DecideGrades(grader_machine=grader_machine).verdict(cells)["where"]["passed"] is True
+
+
+# ------------------------------------------------------------------ each exercise judged on its own
+
+HALF_TEST = ("from autograder import checks\nx = torch.arange(4.0)\n"
+             "checks.assert_values(checks.call('half(x)', half, x), x / 2, 'half(x)')")
+QUARTER_TEST = ("from autograder import checks\nx = torch.arange(4.0)\n"
+                "checks.assert_values(checks.call('quarter(x)', quarter, x), x / 4, 'quarter(x)')")
+HALF_SOLUTION = "def half(x):\n    # the instructor's: SOLUTION-MARKER\n    return x / 2"
+QUARTER_SOLUTION = "def quarter(x):\n    return x / 4"
+
+
+def two_exercises(half, quarter="def quarter(x):\n    return half(half(x))", order="hHqQ", extra="") -> dict:
+    """Records of a notebook of two exercises where the second's answer calls the first's, graded with
+    the instructor's solutions as DecideGrades reads them from the source notebook. `order`: the cells
+    after the imports as the submission holds them (h, q: the answers; H, Q: their tests; x: `extra`)."""
+    cells = {"h": {"kind": "student", "source": half, "grade_id": "half"},
+             "H": {"kind": "test", "source": HALF_TEST, "grade_id": "test_half", "visible": HALF_TEST},
+             "q": {"kind": "student", "source": quarter, "grade_id": "quarter"},
+             "Q": {"kind": "test", "source": QUARTER_TEST, "grade_id": "test_quarter", "visible": QUARTER_TEST},
+             "x": {"kind": "student", "source": extra, "grade_id": None}}
+    solutions = [{"source": HALF_SOLUTION, "names": ["half"], "tests": ["test_half"]},
+                 {"source": QUARTER_SOLUTION, "names": ["quarter"], "tests": ["test_quarter"]}]
+    imports = {"kind": "trusted", "source": "import torch", "grade_id": "imports"}
+    return DecideGrades().verdict([imports, *(cells[c] for c in order)], solutions)
+
+
+def test_a_wrong_answer_costs_only_its_own_exercise_when_a_later_answer_calls_it():
+    records = two_exercises("def half(x):\n    return x - 1")
+    assert (records["test_half"]["passed"], records["test_quarter"]["passed"]) == (False, True)
+
+
+def test_a_later_answer_still_fails_on_its_own_mistake_with_the_earlier_solution():
+    records = two_exercises("def half(x):\n    return x / 2", quarter="def quarter(x):\n    return half(x)")
+    assert (records["test_half"]["passed"], records["test_quarter"]["passed"]) == (True, False)
+
+
+# A program that looks for the instructor's solution where an attacker would (every object the garbage
+# collector tracks, every string of the process's own memory), and answers with it if found.
+FINDS_THE_SOLUTION = """import ctypes, gc, re
+FOUND_IN = re.compile(rb"SOLUTION-MARKE(?=R)")  # so that this cell's own text is not found
+def _found():
+    for value in gc.get_objects():
+        try:
+            if FOUND_IN.search(repr(value)[:100_000].encode()):
+                return True
+        except Exception:
+            pass
+    with open("/proc/self/maps") as maps:
+        regions = [line.split() for line in maps]
+    for region in regions:
+        if "rw" in region[1] and (len(region) < 6 or region[5].startswith("[")):
+            start, end = (int(v, 16) for v in region[0].split("-"))
+            try:
+                if FOUND_IN.search(ctypes.string_at(start, end - start)):
+                    return True
+            except Exception:
+                pass
+    return False
+FOUND = _found()
+def half(x):
+    return x / 2 if FOUND else x - 1
+"""
+
+
+# The attacker's way to an exercise's solution: move its test cell after a later exercise's, then look for
+# the solution in the program's objects before that test runs.
+STEALS_A_SOLUTION = """import gc
+for _found in [o for o in gc.get_objects() if type(o) is dict and set(o) >= {"source", "names"}]:
+    exec(_found["source"], globals())
+"""
+
+
+def test_a_submission_that_moves_a_test_cell_gets_no_solution_before_that_tests_points_are_decided():
+    unanswered = "def half(x):\n    raise NotImplementedError()"
+    records = two_exercises(unanswered, quarter="def quarter(x):\n    return x / 4", order="hqQxH",
+                            extra=STEALS_A_SOLUTION)
+    assert (records["test_half"]["passed"], records["test_quarter"]["passed"]) == (False, True)
+
+
+def test_an_exercises_solution_is_nowhere_in_the_students_program_before_its_points_are_decided():
+    records = two_exercises(FINDS_THE_SOLUTION)
+    assert records["test_half"]["passed"] is False
+
+
 # Wrong answers (`double` returns x) whose definitions run code as Python defines them: each tries to
 # write a passing record on every descriptor it can reach, or to change what the checks compute.
 FORGE = ("import os\nfor fd in range(3, 200):\n    try:\n"
@@ -154,6 +295,23 @@ def test_a_passed_verdict_with_a_clean_run_earns_the_points_and_shows_the_grader
 def test_the_kernels_own_error_costs_the_cell_even_when_the_verdict_passed():
     outputs = decided_outputs({"passed": True}, "AssertionError: tampering")
     assert [o.output_type for o in outputs] == ["error"] and shows(outputs[0].evalue, "own_run_failed")
+
+
+def test_a_diagnostic_the_kernels_own_run_also_raised_is_shown_once():
+    """The visible test failed in the kernel as the grader's check did: the feedback page showed the same
+    diagnostic twice, under a note that the grader's calls had passed (issue 43)."""
+    diagnostic = "to_device(x, 'meta'): expected a tensor on meta.\nto_device(x, 'meta')：期望张量位于 meta。"
+    record = {"passed": False, "key": "wrong_device", "message": diagnostic}
+    (output,) = decided_outputs(record, f"AssertionError: {diagnostic}")
+    assert output.output_type == "error" and output.evalue == diagnostic
+
+
+def test_another_error_of_the_kernel_comes_with_a_note_that_does_not_say_the_grader_passed():
+    record = {"passed": False, "key": "wrong_device", "message": "to_device(x, 'meta'): expected a tensor on meta."}
+    verdict, own = decided_outputs(record, "NameError: name 'x' is not defined")
+    assert verdict.evalue == record["message"]
+    assert shows(own.evalue, "own_run_failed_too") and not shows(own.evalue, "own_run_failed")
+    assert own.evalue.endswith("NameError: name 'x' is not defined")
 
 
 def test_a_missing_record_earns_nothing():

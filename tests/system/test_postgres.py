@@ -28,6 +28,8 @@ from course import classroom
 from course.grade import in_shard, shard_of, submitted_students
 from course.kernels.sandbox import SANDBOX_UID
 
+pytestmark = pytest.mark.build_independent  # the gradebook's database and the shards; no PyTorch build changes them: .ci/run runs it once
+
 ASSIGNMENT = "a1_tensor_to"
 SHARDS = 2
 COURSE_ID = "torch-to"  # nbgrader_config.py

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from autograder import checks, grading_devices, has_data, integrity
+from autograder import checks, has_data, integrity
 from autograder.messages import message, shows, text
 from autograder.probes import count_transfers, save_as_if_from_cuda
 from autograder.simulate import simulated_accelerator
@@ -219,25 +219,25 @@ def test_fully_moved_batch_passes(device):
     checks.assert_batch_moved(move(batch, device), batch, device, "batch")
 
 
-def test_batch_mistakes_are_named():
+def test_batch_mistakes_are_named(accelerator):
     batch = nested_batch()
-    top_only = {k: v.to("meta") if torch.is_tensor(v) else v for k, v in batch.items()}
+    top_only = {k: v.to(accelerator) if torch.is_tensor(v) else v for k, v in batch.items()}
     fails_showing("nested_not_moved",
-                  dict(what="batch['x'][0]", expected=torch.device("meta"), found=torch.device("cpu")),
-                  checks.assert_batch_moved, top_only, batch, "meta", "batch")
-    as_lists = move(batch, "meta") | {"x": [batch["x"][0].to("meta"), [torch.ones(1, device="meta"), "tag"]]}
+                  dict(what="batch['x'][0]", expected=accelerator, found=torch.device("cpu")),
+                  checks.assert_batch_moved, top_only, batch, accelerator, "batch")
+    as_lists = move(batch, accelerator) | {"x": [batch["x"][0].to(accelerator), [torch.ones(1, device=accelerator), "tag"]]}
     fails_showing("wrong_type", dict(what="batch['x'][1]", expected="tuple", found="list"),
-                  checks.assert_batch_moved, as_lists, batch, "meta", "batch")
-    dropped = move(batch, "meta")
+                  checks.assert_batch_moved, as_lists, batch, accelerator, "batch")
+    dropped = move(batch, accelerator)
     del dropped["extra"]
     fails_showing("wrong_keys", dict(what="batch", expected=["x", "pair", "extra"], found=["x", "pair"]),
-                  checks.assert_batch_moved, dropped, batch, "meta", "batch")
-    shorter = move(batch, "meta") | {"x": [batch["x"][0].to("meta")]}
+                  checks.assert_batch_moved, dropped, batch, accelerator, "batch")
+    shorter = move(batch, accelerator) | {"x": [batch["x"][0].to(accelerator)]}
     fails_showing("wrong_length", dict(what="batch['x']", expected=2, found=1),
-                  checks.assert_batch_moved, shorter, batch, "meta", "batch")
-    renamed = move(batch, "meta") | {"pair": Pair(torch.zeros(2, device="meta"), "None")}
+                  checks.assert_batch_moved, shorter, batch, accelerator, "batch")
+    renamed = move(batch, accelerator) | {"pair": Pair(torch.zeros(2, device=accelerator), "None")}
     fails_showing("leaf_changed", dict(what="batch['pair'][1]", expected="None", found="'None'"),
-                  checks.assert_batch_moved, renamed, batch, "meta", "batch")
+                  checks.assert_batch_moved, renamed, batch, accelerator, "batch")
 
 
 def test_batch_tensors_keep_dtype_and_values():
@@ -251,19 +251,19 @@ def test_batch_tensors_keep_dtype_and_values():
                   checks.assert_batch_moved, {"x": [batch["x"][0].clone()], "tag": "TRAIN"}, batch, "cpu", "batch")
 
 
-def test_batch_depth_tells_a_forgotten_assignment_from_a_tensor_left_inside():
+def test_batch_depth_tells_a_forgotten_assignment_from_a_tensor_left_inside(accelerator):
     x = torch.ones(2)
-    fails_with("forgot_assignment", checks.assert_batch_moved, x, x, "meta", "batch")  # the batch is the tensor
-    fails_showing("nested_not_moved", dict(what="batch['x']", expected=torch.device("meta"), found=torch.device("cpu")),
-                  checks.assert_batch_moved, {"x": x}, {"x": x}, "meta", "batch")
-    fails_showing("nested_not_moved", dict(what="batch[0]", expected=torch.device("meta"), found=torch.device("cpu")),
-                  checks.assert_batch_moved, [x], [x], "meta", "batch")
+    fails_with("forgot_assignment", checks.assert_batch_moved, x, x, accelerator, "batch")  # the batch is the tensor
+    fails_showing("nested_not_moved", dict(what="batch['x']", expected=accelerator, found=torch.device("cpu")),
+                  checks.assert_batch_moved, {"x": x}, {"x": x}, accelerator, "batch")
+    fails_showing("nested_not_moved", dict(what="batch[0]", expected=accelerator, found=torch.device("cpu")),
+                  checks.assert_batch_moved, [x], [x], accelerator, "batch")
 
 
-def test_batch_leaves_may_be_equal_copies():
+def test_batch_leaves_may_be_equal_copies(accelerator):
     tag = "".join(["ta", "g"])  # equal to "tag", not the same object
-    checks.assert_batch_moved({"t": torch.ones(1, device="meta"), "tag": tag, "n": 3.0},
-                              {"t": torch.ones(1), "tag": "tag", "n": 3.0}, "meta", "batch")
+    checks.assert_batch_moved({"t": torch.ones(1, device=accelerator), "tag": tag, "n": 3.0},
+                              {"t": torch.ones(1), "tag": "tag", "n": 3.0}, accelerator, "batch")
 
 
 class WithPlainTensor(nn.Module):
@@ -277,17 +277,17 @@ def test_module_on_device_passes(device):
     checks.assert_module_on(nn.BatchNorm1d(3).to(device), device, "model")
 
 
-def test_module_mistakes_are_named():
+def test_module_mistakes_are_named(accelerator):
     model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
-    model[1].to("meta")
-    fails_showing("module_tensor_device", dict(what="model", expected=torch.device("meta"), found=torch.device("cpu"),
+    model[1].to(accelerator)
+    fails_showing("module_tensor_device", dict(what="model", expected=accelerator, found=torch.device("cpu"),
                                                kind=text("kind_parameter"), name="0.weight"),
-                  checks.assert_module_on, model, "meta", "model")
-    unregistered = dict(what="model", expected=torch.device("meta"), found=torch.device("cpu"), name="scale")
+                  checks.assert_module_on, model, accelerator, "model")
+    unregistered = dict(what="model", expected=accelerator, found=torch.device("cpu"), name="scale")
     fails_showing("unregistered_tensor", unregistered,
-                  checks.assert_module_on, WithPlainTensor().to("meta"), "meta", "model")
+                  checks.assert_module_on, WithPlainTensor().to(accelerator), accelerator, "model")
     fails_showing("unregistered_tensor", unregistered | {"name": "0.scale"},
-                  checks.assert_module_on, nn.Sequential(WithPlainTensor()).to("meta"), "meta", "model")
+                  checks.assert_module_on, nn.Sequential(WithPlainTensor()).to(accelerator), accelerator, "model")
     fails_showing("not_a_module", dict(what="model", found="Tensor"),
                   checks.assert_module_on, torch.ones(2), "cpu", "model")
 
@@ -329,10 +329,10 @@ def test_module_on_names_a_parameter_left_behind(device):
                   checks.assert_module_on, model, device, "model")
 
 
-def test_mixed_devices_are_named():
+def test_mixed_devices_are_named(accelerator):
     checks.assert_one_device({"a": torch.ones(1), "b": torch.ones(1)}, "batch")
-    fails_showing("mixed_devices", dict(what="batch", found="cpu, meta"),
-                  checks.assert_one_device, {"a": torch.ones(1), "b": torch.ones(1, device="meta")}, "batch")
+    fails_showing("mixed_devices", dict(what="batch", found=f"cpu, {accelerator}"),
+                  checks.assert_one_device, {"a": torch.ones(1), "b": torch.ones(1, device=accelerator)}, "batch")
 
 
 def test_call_turns_errors_into_bilingual_failures():
@@ -369,8 +369,8 @@ def test_call_names_itself_when_it_sees_tampering(monkeypatch, when):
     fails_showing("tampering", dict(what="to_device(x)", names="torch.Tensor.to"), checks.call, "to_device(x)", patch)
 
 
-def test_call_explains_device_mismatches_and_gpu_checkpoints(tmp_path):
-    fails_with("device_mismatch", checks.call, "f()", lambda: torch.ones(2, device="meta") + torch.ones(2))
+def test_call_explains_device_mismatches_and_gpu_checkpoints(tmp_path, accelerator):
+    fails_with("device_mismatch", checks.call, "f()", lambda: torch.ones(2, device=accelerator) + torch.ones(2))
     path = tmp_path / "gpu.pt"
     save_as_if_from_cuda({"w": torch.ones(2)}, path)
     with simulated_accelerator(None):
@@ -698,8 +698,8 @@ def test_is_accepts_only_the_very_same_object():
     fails_with("not_same_object", checks.assert_is, [1], [1], "f(x)", "same_object_hint_module")  # equal, not same
 
 
-@pytest.mark.parametrize("device", [d for d in grading_devices() if d.type != "cpu"], ids=str)
-def test_transfers_must_be_exactly_the_expected_count(device):
+def test_transfers_must_be_exactly_the_expected_count(accelerator):
+    device = accelerator
     tensors = [torch.randn(3) for _ in range(3)]
     with count_transfers() as one:
         torch.stack(tensors).to(device)
@@ -893,8 +893,8 @@ def test_a_shard_must_repeat_for_the_same_arguments_and_change_with_the_seed():
                   checks.assert_seeds_differ, [2, 0], [2, 0], (0, 5), "s")
 
 
-@pytest.mark.parametrize("device", [d for d in grading_devices() if d.type != "cpu"], ids=str)
-def test_transfers_made_while_the_counter_is_switched_off_are_seen(device):
+def test_transfers_made_while_the_counter_is_switched_off_are_seen(accelerator):
+    device = accelerator
     from torch.utils._python_dispatch import _disable_current_modes
 
     tensors = [torch.randn(3) for _ in range(3)]

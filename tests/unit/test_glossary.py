@@ -63,6 +63,13 @@ def test_terms_inside_words_do_not_count():
     assert missing_terms("BatchNorm on localhost", "无") == []
 
 
+def test_a_data_race_is_not_a_race_condition():
+    """数据竞争 is the standard term for a data race; a race in general stays 竞态条件."""
+    assert missing_terms("reported as a possible data race", "报告为可能的数据竞争（data race）") == []
+    assert missing_terms("reported as a possible data race", "报告为可能的竞态条件") == ["data races? → 数据竞争"]
+    assert missing_terms("this is a race", "这是一个竞态条件") == []
+
+
 def test_tensor_cores_are_hardware_not_tensors():
     """NVIDIA's Tensor Cores keep their English name in Chinese text; only a tensor needs 张量."""
     assert missing_terms("Shapes for Tensor Cores; the tensor cores in TF32", "适合 Tensor Core 的形状") == []
@@ -78,6 +85,11 @@ def test_tensor_cores_are_hardware_not_tensors():
     ("`map_location=` 参数", "`map_location=` 参数 → 实参"),
     ("宿主内存", "宿主 → 主机"),
     ("汇合地址是 127.0.0.1", "汇合地址 → 会合地址"),
+    ("报告为可能的数据竞态条件", "数据竞态 → 数据竞争"),   # the standard term for a data race (issue 46, T-3)
+    ("先去缩放、再裁剪", "去缩放 → 取消缩放"),           # one word for unscale (issue 46, T-2)
+    ("知道梯度已经还原", "已经还原 → 取消缩放"),
+    ("第一次 `optimizer.step()` 恰好在 Adam 调用 `.item()` 的地方失败",   # exactly where, not by chance
+     "恰好在 Adam 调用 `.item()` 的地方 → 当且仅当……时 / 正是在……的地方（exactly when/where: a rule, not a coincidence）"),
 ])
 def test_wrong_variants_and_calques_are_caught(wrong, found):
     assert wrong_words(wrong) == [found]

@@ -142,3 +142,36 @@ def test_a_contradiction_fails_the_script(monkeypatch, capsys):
     assert gpu_claims.main() == 1
     shown = capsys.readouterr().out
     assert shown.count("CONTRADICTION") == 2 and "ZeroDivisionError" in shown and "0 passed, 2 failed" in shown
+
+
+@pytest.mark.parametrize("printed, holds", [
+    ("True True False True", True),     # the first copy waited (its pinned allocation synchronised), a later one did not
+    ("False True False True", True),    # neither waited
+    ("True True True True", False),     # a later copy waited too: the lesson's race would not exist
+    ("False False False True", False),  # wrong values even after synchronising
+    ("", False),                        # the probe crashed
+])
+def test_the_early_read_claim_judges_a_later_copy_of_a_fresh_process(monkeypatch, printed, holds):
+    """The GPU showed that a process's first device→host non-blocking copy may already be complete when
+    it returns: the claim checks, in a fresh process, the first copy and a later one, and holds when the
+    later one races (whatever the first did) and both are right after synchronising."""
+    ran = []
+
+    def probe(command, **kwargs):
+        ran.append(command)
+        return subprocess.CompletedProcess(command, 0, stdout=printed, stderr="")
+
+    monkeypatch.setattr(gpu_claims.subprocess, "run", probe)
+    assert gpu_claims.early_read_race()[0] is holds
+    [(python, flag, code)] = ran
+    assert python == sys.executable and flag == "-c" and code == gpu_claims.EARLY_READ
+    compile(code, "early read", "exec")
+
+
+def test_lesson_8_says_a_first_copy_may_already_wait_in_both_languages():
+    (path,) = (ROOT / "notebooks").glob("08_*.ipynb")
+    cells = nbformat.read(path, as_version=4).cells
+    [index] = [i for i, cell in enumerate(cells) if "first device→host non-blocking copy of a process may" in cell.source]
+    assert "lang-en" in cells[index].metadata["tags"] and "lang-zh" in cells[index + 1].metadata["tags"]
+    assert "第一次设备→主机的非阻塞复制可能本来就会等待" in cells[index + 1].source
+    assert "may already wait" in gpu_claims.CLAIMS[[c.check for c in gpu_claims.CLAIMS].index(gpu_claims.early_read_race)].says

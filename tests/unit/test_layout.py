@@ -96,3 +96,9 @@ def test_the_verdict_knows_every_name_the_checks_modules_hold():
                          for p in Path(checks.__file__).parent.glob("*.py") if p.stem != "__init__")]
     names = {name for module in modules for name in dir(module)}
     assert {"torch", "Mapping", "NormKernelInputs"} <= names <= verdict._words("")
+
+
+def test_the_boundary_never_imports_the_verdict_that_imports_it():
+    """One arrow between the verdict's two modules (the code review's A1): the verdict runs the boundary."""
+    assert "autograder.boundary" in named_modules(PACKAGE / "verdict.py")
+    assert "autograder.verdict" not in named_modules(PACKAGE / "boundary.py")

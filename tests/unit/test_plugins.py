@@ -13,7 +13,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from nbgrader.api import Gradebook
 
 from autograder.messages import shows
-from course.plugins.autograde import DropMalformedMetadata, ForgetUnknownCells
+from course.authoring.monolingual import to_traditional
+from course.plugins.autograde import DropMalformedMetadata, ForgetUnknownCells, ViewedAsReleased
 from course.plugins.feedback import HideHiddenTests, RequireHandGrading, WrapDiagnostics
 
 
@@ -68,6 +69,36 @@ def test_a_cell_claiming_an_unknown_grade_id_becomes_an_ordinary_cell(gradebook,
     assert "nbgrader" not in nb.cells[0].metadata
     assert nb.cells[1].metadata["nbgrader"]["grade_id"] == "test_move"
     assert "unknown grade id 'test_forged'" in caplog.text
+
+
+WRITTEN_STUB = "YOUR ANSWER HERE / 在此处作答"
+
+
+@pytest.fixture
+def gradebook_with_chinese(gradebook):
+    """The gradebook's written answer released with a 简体 stub, as ClearSolutions leaves it."""
+    with Gradebook(gradebook) as book:
+        book.find_source_cell("written", "nb", "a1").source = WRITTEN_STUB
+        book.db.commit()
+    return gradebook
+
+
+def written_answer(source):
+    return new_markdown_cell(source, metadata={"nbgrader": {
+        "grade": True, "solution": True, "locked": False, "grade_id": "written", "points": 2, "schema_version": 3}})
+
+
+def test_a_cell_as_the_traditional_view_shows_it_is_the_released_cell(gradebook_with_chinese):
+    viewed = written_answer(to_traditional(WRITTEN_STUB))
+    assert viewed.source != WRITTEN_STUB  # 处 is 简体: the view changes the stub
+    nb, _ = ViewedAsReleased().preprocess(new_notebook(cells=[viewed]), resources(gradebook_with_chinese))
+    assert nb.cells[0].source == WRITTEN_STUB  # unanswered, as nbgrader's checksum will find
+
+
+@pytest.mark.parametrize("source", [to_traditional(WRITTEN_STUB) + "\n因為 `.to` 傳回新的張量。", "我的答案", ""])
+def test_a_cell_the_student_changed_keeps_its_text(gradebook_with_chinese, source):
+    nb, _ = ViewedAsReleased().preprocess(new_notebook(cells=[written_answer(source)]), resources(gradebook_with_chinese))
+    assert nb.cells[0].source == source
 
 
 def test_feedback_hides_the_hidden_tests_and_their_traceback():
@@ -161,10 +192,12 @@ def test_the_course_configuration_runs_nbgraders_pipelines_with_the_courses_step
     replaced = {"course.plugins.autograde.OverwriteCellsQuietly": "OverwriteCells",
                 "course.plugins.autograde.SafeExecute": "Execute"}
     added = {"course.plugins.autograde.DropMalformedMetadata", "course.plugins.autograde.ForgetUnknownCells",
-             "course.plugins.autograde.DecideGrades"}
-    for trait, steps in [("sanitize_preprocessors", ["DropMalformedMetadata", "DeduplicateIds", "ForgetUnknownCells",
-                                                     "OverwriteCellsQuietly"]),
-                         ("autograde_preprocessors", ["SafeExecute", "DecideGrades", "SaveAutoGrades"])]:
+             "course.plugins.autograde.ViewedAsReleased", "course.plugins.autograde.DecideGrades",
+             "course.plugins.autograde.ForgetStaleFeedback", "course.plugins.autograde.RememberAttempts"}
+    for trait, steps in [("sanitize_preprocessors", ["ForgetStaleFeedback", "DropMalformedMetadata", "DeduplicateIds",
+                                                     "ForgetUnknownCells", "ViewedAsReleased", "OverwriteCellsQuietly"]),
+                         ("autograde_preprocessors", ["SafeExecute", "DecideGrades", "SaveAutoGrades",
+                                                      "RememberAttempts"])]:
         pipeline = configured[trait]
         names = [step if isinstance(step, str) else step.__name__ for step in pipeline]
         nbgraders = [step.__name__ for step in Autograde.class_traits()[trait].default()]
@@ -207,3 +240,103 @@ def test_what_markdown_makes_of_a_submission_keeps_no_way_over_or_off_the_page(m
     html = markdown2html({"cell": {}, "resources": {}}, markdown)
     assert kept in html, html
     assert dropped is None or dropped not in html, html
+
+
+def test_grading_a_submission_again_removes_its_old_feedback_only(tmp_path):
+    """generate_feedback skips feedback as new as the submission's timestamp, which a regrade keeps: the old
+    page would go out with `release_feedback` (issue 43). Grading removes it; other students' stay."""
+    from traitlets.config import Config
+
+    from course.plugins.autograde import ForgetStaleFeedback
+
+    for student in ("ann", "bob"):
+        (tmp_path / "feedback" / student / "a1").mkdir(parents=True)
+        (tmp_path / "feedback" / student / "a1" / "a1.html").write_text("old points")
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+    resources = {"nbgrader": {"student": "ann", "assignment": "a1", "notebook": "a1"}}
+    ForgetStaleFeedback(config=config).preprocess(new_notebook(), resources)
+    assert not (tmp_path / "feedback" / "ann" / "a1").exists()
+    assert (tmp_path / "feedback" / "bob" / "a1" / "a1.html").read_text() == "old points"
+    ForgetStaleFeedback(config=config).preprocess(new_notebook(), resources)  # nothing there: nothing to do
+
+
+def test_status_names_the_submissions_late_by_the_gradebooks_due_date(gradebook, capsys):
+    """`nbgrader collect --update` brings a late resubmission in; `course grade` and `course status` say who
+    is late by the due date nbgrader's gradebook holds (issue 43)."""
+    from datetime import datetime
+
+    from course.gradebook import print_late
+
+    print_late(gradebook, "a1")  # no due date: nobody is late
+    assert capsys.readouterr().out == ""
+    with Gradebook(gradebook) as book:
+        book.update_or_create_assignment("a1", duedate=datetime(2026, 3, 1, 12, 0))
+        book.add_student("bo")
+        book.add_submission("a1", "bo", timestamp=datetime(2026, 3, 1, 13, 30, 5))
+        book.find_submission("a1", "ada").timestamp = datetime(2026, 3, 1, 11, 0)
+        book.db.commit()
+    print_late(gradebook, "a1")
+    shown = capsys.readouterr().out
+    assert shows(shown, "status_late") and "bo: " in shown and "91 min" in shown and "2026-03-01 12:00" in shown, shown
+    assert "ada" not in shown, shown
+
+
+def test_every_graded_submission_leaves_its_diagnoses_by_submission_time(gradebook, tmp_path):
+    """`course insights` shows a student's first attempt after a resubmission replaced it in autograded/
+    (issue 43): the grader keeps each submission's diagnoses in attempts/, a regrade replacing its own entry."""
+    import json
+    from datetime import datetime
+
+    from traitlets.config import Config
+
+    from course.plugins.autograde import DIAGNOSIS, RememberAttempts, attempts_file
+
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+
+    def graded(diagnosis, when):
+        with Gradebook(gradebook) as book:
+            book.find_submission("a1", "ada").timestamp = when
+            book.db.commit()
+        cell = graded_cell("assert True", "test_move")
+        cell.metadata[DIAGNOSIS] = diagnosis
+        RememberAttempts(config=config).preprocess(new_notebook(cells=[cell, new_markdown_cell("x")]), resources(gradebook))
+
+    graded({"key": "forgot_assignment"}, datetime(2026, 3, 1, 10, 0))
+    graded({"key": "wrong_device"}, datetime(2026, 3, 1, 10, 0))  # the same submission regraded: replaced
+    graded({}, datetime(2026, 3, 2, 9, 0))                         # a resubmission: kept beside it
+    kept = json.loads(open(attempts_file(tmp_path, "a1", "ada"), encoding="utf-8").read())
+    assert kept == {"2026-03-01 10:00:00": {"nb": {"test_move": {"key": "wrong_device"}}},
+                    "2026-03-02 09:00:00": {"nb": {"test_move": {}}}}
+
+
+def test_feedback_is_in_the_chinese_form_the_roster_names_for_the_student(tmp_path):
+    """A 繁體 student's feedback (issue 43): her roster row says chinese=zh-hant; the instructor's prose, the test
+    cells and the grader's messages are converted, her own answers are left as she wrote them."""
+    from traitlets.config import Config
+
+    from autograder.messages import catalogue, text
+    from course.plugins.feedback import StudentsChinese
+
+    (tmp_path / "roster.csv").write_text("id,first_name,last_name,email,chinese\nmei,Mei,Lin,,zh-hant\nli,Li,Wang,,\n",
+                                         encoding="utf-8")
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+    diagnostic = text("verdict_missing")
+
+    def page(student):
+        prose = new_markdown_cell("请把结果赋值给变量。")
+        answer = graded_cell("x = 1  # 我的答案：设备", "answer", solution=True)
+        test = graded_cell("# 隐藏测试已在此运行", "test_move")
+        test.outputs = [new_output("error", ename="AssertionError", evalue=str(diagnostic), traceback=[str(diagnostic)])]
+        nb, _ = StudentsChinese(config=config).preprocess(new_notebook(cells=[prose, answer, test]), resources(student=student))
+        return nb.cells
+
+    prose, answer, test = page("mei")
+    assert test.outputs[0].evalue == f"{diagnostic.en}\n{catalogue()['verdict_missing']['zh-hant']}"
+    assert test.outputs[0].traceback == [test.outputs[0].evalue]
+    assert prose.source == "請把結果賦值給變數。" and test.source == "# 隱藏測試已在此執行"
+    assert answer.source == "x = 1  # 我的答案：设备"  # as submitted
+    assert [cell.source for cell in page("li")] == ["请把结果赋值给变量。", "x = 1  # 我的答案：设备", "# 隐藏测试已在此运行"]
+    assert [cell.source for cell in page("someone-not-on-the-roster")][0] == "请把结果赋值给变量。"

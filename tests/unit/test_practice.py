@@ -122,3 +122,12 @@ def test_a_failed_ddp_run_raises_with_the_end_of_its_errors(tmp_path):
         run_ddp(script)
     script.write_text("import os\nprint('rank', os.environ['RANK'], 'of', os.environ['WORLD_SIZE'])\n")
     assert sorted(run_ddp(script).splitlines()) == ["rank 0 of 2", "rank 1 of 2"]
+
+
+def test_pytorch_says_gives_the_words_of_this_pytorch_on_one_line_after_its_version():
+    import torch
+
+    from autograder.practice import pytorch_says
+
+    version = torch.__version__.split("+")[0]
+    assert pytorch_says(RuntimeError("first line\nsecond line")) == f"PyTorch {version} says: first line second line"

@@ -48,11 +48,27 @@ def test_course_grade_no_sandbox_passes_the_setting_down_not_through_the_environ
 
     monkeypatch.setattr(grade_module, "grade", grade)
     monkeypatch.setattr(grade_command, "registered", lambda *a: True)
-    monkeypatch.setattr(grade_command, "warn_not_on_roster", lambda *a: None)
     monkeypatch.setattr(grade_command, "print_hand_grading", lambda *a: None)
+    monkeypatch.setattr(grade_command, "print_late", lambda *a: None)
     assert cli.main(["grade", "a1", "--root", str(tmp_path), "--no-sandbox"]) == 0
     assert not sandbox.enabled(passed[0])
     assert sandbox.NO_SANDBOX_VARIABLE not in os.environ
     monkeypatch.setattr(sandbox, "problem", lambda: None)  # as on a machine where the sandbox starts
     assert cli.main(["grade", "a1", "--root", str(tmp_path)]) == 0
     assert sandbox.enabled(passed[1])
+
+
+def test_a_kernel_sees_the_package_folders_a_pth_file_adds_but_never_a_repository(tmp_path):
+    """`make gpu-check`'s environment reaches the machine's own PyTorch through a .pth file naming that
+    environment's site-packages: a sandboxed kernel needs it read-only. An editable install's .pth names
+    the repository (source/, hidden tests): that stays out."""
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    machine = tmp_path / "machine" / "lib" / "python3.12" / "dist-packages"
+    repository = tmp_path / "repository"
+    for folder in (site, machine, repository):
+        folder.mkdir(parents=True)
+    (site / "machine-torch.pth").write_text(f"{machine}\n", "utf-8")
+    (site / "__editable__.torch_to_course-0.1.0.pth").write_text(f"{repository}\n", "utf-8")
+    (site / "distutils-precedence.pth").write_text("import os; var = 'SETUPTOOLS_USE_DISTUTILS'\n", "utf-8")
+    (site / "gone.pth").write_text(f"{tmp_path / 'nowhere' / 'site-packages'}\n", "utf-8")
+    assert sandbox.site_packages_added_by_pth_files([site]) == [str(machine)]

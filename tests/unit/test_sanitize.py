@@ -95,3 +95,57 @@ def test_a_cpu_cuda_swap_in_a_device_claim_fails_nbval(lesson_runs):
     done = lesson_runs["claim"]
     assert done.returncode == 1, done.stdout[-3000:]
     assert "1 failed" in done.stdout
+
+
+LESSON_13 = ROOT / "notebooks" / "13_debugging.ipynb"
+
+
+@pytest.mark.parametrize("printed, stored", [
+    ("int32 targets: RuntimeError. PyTorch 2.11.0 says: expected scalar type Long but found Int",
+     "int32 targets: RuntimeError. PyTorch 2.13.0 says: expected target dtype to be Long or Byte, but got Int"),
+    ("RuntimeError. PyTorch 2.14.0a0+git12ab says: mat1 and mat2 must have the same dtype",
+     "RuntimeError. PyTorch 2.13.0 says: mat1 and mat2 must have the same dtype, but got Double and Float"),
+])
+def test_pytorchs_words_for_an_error_may_differ_between_versions(printed, stored):
+    assert sanitize(printed) == sanitize(stored)
+
+
+@pytest.mark.parametrize("printed, stored", [
+    ("int32 targets: works", "int32 targets: RuntimeError. PyTorch 2.13.0 says: expected target dtype to be Long"),
+    ("x: ValueError. PyTorch 2.13.0 says: bad", "x: RuntimeError. PyTorch 2.13.0 says: bad"),
+    ("nn.Linear: RuntimeError: Tensor on device meta", "nn.Linear: RuntimeError: Tensor on device cpu"),
+])
+def test_what_comes_before_pytorchs_words_is_compared_strictly(printed, stored):
+    assert sanitize(printed) != sanitize(stored)
+
+
+def test_lesson_13_prints_every_caught_errors_message_through_pytorch_says():
+    """Its error-message cells outside a GPU branch (those outputs are compared) print the error's type,
+    then PyTorch's words with pytorch_says: never `{error}` or `, error)` alone."""
+    for index, cell in enumerate(nbformat.read(LESSON_13, as_version=4).cells):
+        if cell.cell_type != "code" or "torch.cuda.is_available()" in cell.source:
+            continue
+        caught = re.findall(r"except RuntimeError as (\w+):", cell.source)
+        for name in caught:
+            assert not re.search(rf"print\(.*(\{{{name}\}}|, {name}\))", cell.source), f"cell {index} prints {name} itself"
+            assert f"pytorch_says({name})" in cell.source, f"cell {index}"
+
+
+def test_nbval_on_another_torch_fails_on_a_changed_error_type_but_not_on_changed_words(tmp_path):
+    """Lesson 13 with its stored outputs rewritten as another torch would word them passes nbval; with an
+    error type changed it fails."""
+    lesson = nbformat.read(LESSON_13, as_version=4)
+    said = [c for c in lesson.cells if c.cell_type == "code" and "says: " in stored_output(c)]
+    assert len(said) >= 8
+    runs = {}
+    for name, old, new in [("words", "says: ", "says: in other words, "), ("type", "RuntimeError. PyTorch", "ValueError. PyTorch")]:
+        copy = copy_module.deepcopy(lesson)
+        for cell in copy.cells:
+            if any(cell.source == c.source for c in said):
+                swap_stored_output(cell, old, new)
+        folder = tmp_path / name
+        folder.mkdir()
+        nbformat.write(copy, folder / LESSON_13.name)
+        runs[name] = run_nbval(folder / LESSON_13.name)
+    assert runs["words"].returncode == 0, runs["words"].stdout[-3000:]
+    assert runs["type"].returncode == 1 and f"{len(said)} failed" in runs["type"].stdout, runs["type"].stdout[-3000:]

@@ -98,3 +98,28 @@ def test_a_function_kept_from_before_the_simulation_sees_it_too(machine):
                      "torch.backends.cuda.is_built": torch.backends.cuda.is_built()}
     assert kept == looked_up
     assert KEPT["torch.backends.mps.is_available"]() == torch.backends.mps.is_available()  # no cached answer left
+
+
+@pytest.mark.parametrize("outer", MACHINES, ids=str)
+def test_a_machine_simulated_inside_another_is_that_machine_and_gives_the_outer_one_back(outer):
+    """The verdict runs the student's cells on the students' usual machine inside a grader's simulated one."""
+    inner = Machine(None, "cuda")
+    with simulated_machine(outer):
+        around = (torch.cuda.is_available(), torch.backends.mps.is_available(), torch.backends.cuda.is_built())
+        with simulated_machine(inner):
+            assert (torch.cuda.is_available(), torch.backends.mps.is_available()) == (False, False)
+            assert torch.backends.cuda.is_built()
+        assert (torch.cuda.is_available(), torch.backends.mps.is_available(), torch.backends.cuda.is_built()) == around
+
+
+@pytest.mark.parametrize("later", MACHINES, ids=str)
+def test_a_function_bound_while_one_machine_is_simulated_answers_for_the_machine_of_its_call(later):
+    """A student's `from torch.cuda import is_available` in a cell the verdict runs on the students' machine
+    answers for the machine a test simulates later, and for the real one outside any simulation."""
+    real = (torch.cuda.is_available(), torch.backends.mps.is_available())
+    with simulated_machine(Machine(None, None)):
+        from torch.cuda import is_available as cuda_available
+        mps_available = torch.backends.mps.is_available
+    with simulated_machine(later):
+        assert (cuda_available(), mps_available()) == (later.present == "cuda", later.present == "mps")
+    assert (cuda_available(), mps_available()) == real

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from zhon import cedict
 
 from course import classroom
 from course.authoring import student_bundle
 from course.authoring.glossary import terms
-from course.authoring.monolingual import answers_to_prompts, code_to_traditional, monolingual, to_traditional
+from course.authoring.monolingual import (answers_to_prompts, code_to_traditional, for_students, monolingual,
+                                          opencc_with_terms, to_traditional)
 
 
 ROOT = classroom.ROOT
@@ -22,6 +24,9 @@ RELEASE = classroom.notebook_path(ROOT, "release", "a1_tensor_to")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 NOTEBOOKS = student_bundle.student_notebooks(ROOT)  # the twelve lessons and the four release notebooks
 ZH_HANT = json.loads((ROOT / "course" / "authoring" / "zh_hant.json").read_text("utf-8"))
+OVERRIDES = [entry for group in ("taiwan", "fixes", "quotes") for entry in ZH_HANT[group]]
+# characters only 简体 writes (CC-CEDICT): 这, 处, 编, … but not 台, 干, 里, 只, which 繁體 writes too
+SIMPLIFIED_ONLY = frozenset(cedict.simplified) - frozenset(cedict.traditional)
 
 
 def prose(notebook, tag):
@@ -37,9 +42,10 @@ def code(source):
 
 
 def untouched(notebook):
-    """Everything a view must leave alone, in order: the code cells and answer cells nbgrader tracks, with
-    their metadata, as they are; of every other code cell, the code."""
-    return [(c.cell_type, c.source, c.metadata["nbgrader"]) if "nbgrader" in c.metadata else code(c.source)
+    """Everything a view must leave alone, in order, of the code cells and answer cells: a code cell's code, and
+    the nbgrader metadata but the checksum (which follows the cell's text)."""
+    return [(c.cell_type, code(c.source) if c.cell_type == "code" else None,
+             {k: v for k, v in c.metadata.get("nbgrader", {}).items() if k != "checksum"})
             for c in notebook.cells if c.cell_type == "code" or c.metadata.get("nbgrader", {}).get("solution")]
 
 
@@ -81,7 +87,7 @@ def test_traditional_conversion_overrides_opencc_with_glossary_terms():
 @pytest.mark.parametrize("simplified, taiwan", [
     ("在单元格里运行", "在儲存格裡執行"),            # Taiwan's word for a cell, and 裡 (inside), not 里 (a mile)
     ("移动数据和改变精度都要花时间", "移動資料和改變精度都要花時間"),  # not 行動數據, "mobile data"
-    ("16 位激活值", "16 位激勵值"),                 # not 啟用值, "an enabled value"
+    ("16 位激活值", "16 位元激勵值"),               # not 啟用值, "an enabled value"; bits are 位元
     ("全局设置", "全域設定"),
     ("“已跳过”", "「已跳過」"),
     ("函数返回一个列表", "函式傳回一個串列"),
@@ -92,7 +98,7 @@ def test_traditional_conversion_overrides_opencc_with_glossary_terms():
     ("做归一化，并为评估保存", "做正規化，並為評估儲存"),
     ("实参和轮次", "引數和訓練週期"),                # the glossary's Taiwan forms
     ("不在 CPU 的列表里", "不在 CPU 的清單裡"),        # autocast's op lists are 清單; a Python list is 串列
-    ("不报错，却读到错误的数据", "不報錯，卻讀到錯誤的資料"),  # 報錯 stays: 出錯 would contradict the sentence
+    ("不报错，却读到错误的数据", "不拋出錯誤，卻讀到錯誤的資料"),  # raises nothing (出錯 would contradict the sentence)
     ("在子进程中运行", "在子行程中執行"),            # not 子程序, a subroutine
     ("布尔掩码", "布林遮罩"),
     ("有些库会", "有些函式庫會"),
@@ -119,12 +125,64 @@ def test_traditional_code_cells_convert_comments_and_strings_only():
     assert code_to_traditional('s = """数据') == 's = """数据'  # a cell Python cannot tokenize: as it is
 
 
-def test_traditional_view_leaves_cells_nbgrader_tracks_in_simplified():
+def test_traditional_view_converts_the_cells_nbgrader_tracks_and_their_checksums_follow():
+    from nbgrader.utils import compute_checksum
+
     original = nbformat.read(RELEASE, as_version=4)
     view = monolingual(original, "zh-hant")
-    tracked = [c.source for c in view.cells if c.cell_type == "code" and "nbgrader" in c.metadata]
-    assert tracked == [c.source for c in original.cells if c.cell_type == "code" and "nbgrader" in c.metadata]
-    assert any(CJK.search(source) for source in tracked)
+    tracked = [c for c in view.cells if "nbgrader" in c.metadata]
+    before = {c.metadata.nbgrader.grade_id: c.source for c in original.cells if "nbgrader" in c.metadata}
+    changed = [c for c in tracked if c.source != before[c.metadata.nbgrader.grade_id]]
+    assert {c.cell_type for c in changed} == {"code", "markdown"}  # stubs, tests, written answers
+    assert "# YOUR CODE HERE / 在此處編寫程式碼" in "\n".join(c.source for c in changed)
+    assert all(c.metadata.nbgrader.checksum == compute_checksum(c) for c in tracked if "checksum" in c.metadata.nbgrader)
+
+
+def test_traditional_view_opens_with_how_to_get_traditional_messages():
+    from autograder.messages import catalogue
+
+    original = nbformat.read(LESSON, as_version=4)
+    first = monolingual(original, "zh-hant").cells[0]
+    assert first.source == catalogue()["view_traditional_messages"]["zh-hant"] and "COURSE_CHINESE=zh-hant" in first.source
+    assert "nbgrader" not in first.metadata  # an ordinary cell: nothing to grade
+    assert not any("view-note" in c.metadata.get("tags", []) for lang in ("en", "zh") for c in monolingual(original, lang).cells)
+
+
+def test_traditional_view_converts_stored_outputs():
+    original = nbformat.read(ROOT / "notebooks" / "07_transfers_performance.ipynb", as_version=4)
+    simplified = "".join(o.get("text", "") for c in original.cells for o in c.get("outputs", []))
+    assert SIMPLIFIED_ONLY & set(simplified)  # the lesson prints 简体 (计时所用的机器, …)
+    view = monolingual(original, "zh-hant")
+    shown = "".join(o.get("text", "") for c in view.cells for o in c.get("outputs", []))
+    assert CJK.search(shown) and not SIMPLIFIED_ONLY & set(shown)
+
+
+def seen_in_traditional(path) -> list[tuple[str, str]]:
+    """(where, text) for everything a 繁體 reader sees of a notebook: every cell's text and stored output, as the
+    student's copy (for_students) viewed in 繁體."""
+    view = monolingual(for_students(nbformat.read(path, as_version=4)), "zh-hant")
+    seen = []
+    for index, cell in enumerate(view.cells):
+        seen.append((f"cell {index}", cell.source))
+        for output in cell.get("outputs", []):
+            texts = [output.get("text", ""), output.get("evalue", ""), *output.get("traceback", []),
+                     *[v for k, v in output.get("data", {}).items() if k.startswith("text/")]]
+            seen += [(f"cell {index}, output", text) for text in texts]
+    return seen
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
+def test_a_traditional_reader_never_meets_simplified(path):
+    found = sorted({f"{where}: {char} in …{text[max(0, text.index(char) - 8):text.index(char) + 8]}…"
+                    for where, text in seen_in_traditional(path) for char in SIMPLIFIED_ONLY & set(text)})
+    assert not found, f"{path.name}: 简体 in its 繁體 view: {found[:20]}"
+
+
+def test_the_traditional_messages_hold_no_simplified():
+    from autograder.messages import catalogue
+
+    found = {key: sorted(SIMPLIFIED_ONLY & set(entry["zh-hant"])) for key, entry in catalogue().items()}
+    assert not {key: chars for key, chars in found.items() if chars}
 
 
 def test_traditional_view_converts_prediction_cells():
@@ -134,16 +192,52 @@ def test_traditional_view_converts_prediction_cells():
 
 
 def converted_text(view) -> str:
-    """What a 繁體 view converted: its Chinese prose and every other cell nbgrader does not track."""
-    return "\n".join(c.source for c in view.cells if "nbgrader" not in c.metadata or c in prose(view, "lang-zh"))
+    """What a 繁體 view converted: the text of every cell."""
+    return "\n".join(c.source for c in view.cells)
+
+
+def context(entry) -> re.Pattern:
+    return re.compile(entry.get("context", re.escape(entry["mainland"])))
+
+
+def acts(entry, simplified: str) -> bool:
+    """Whether the override finds its word in `simplified` as the overrides see it: converted by OpenCC, the
+    glossary's terms protected."""
+    text, protected = opencc_with_terms(simplified)
+    return any(not any(m.start() < end and start < m.end() for start, end in protected)
+               for m in context(entry).finditer(text))
+
+
+@pytest.mark.parametrize("entry", OVERRIDES, ids=lambda e: f"{e['mainland']}→{e['taiwan']}")
+def test_each_override_acts_where_it_must_and_nowhere_else(entry):
+    """Every override of zh_hant.json carries sentences where it must act and sentences where it must not
+    (another sense of the word, a word that merely contains it); each converts to the 繁體 written beside it."""
+    assert entry["apply"] and entry["keep"] and entry["why"], "an override needs both kinds of sentence and a why"
+    assert all(m.group() == entry["mainland"] for s in [*entry["apply"], *entry["keep"]]
+               for m in context(entry).finditer(opencc_with_terms(s)[0])), "the context must match the word itself"
+    for simplified, taiwan in entry["apply"].items():
+        assert acts(entry, simplified), f"{simplified}: the override does not act here"
+        assert to_traditional(simplified) == taiwan
+    for simplified, taiwan in entry["keep"].items():
+        assert not acts(entry, simplified), f"{simplified}: the override must not act here"
+        assert to_traditional(simplified) == taiwan
+
+
+@pytest.mark.parametrize("simplified, wrong", [
+    ("又在一个异常的步骤减半", "例外"),                   # abnormal, not an exception (issue 46, W1)
+    ("autocast 只对它列表中的运算转换输入", "串列"),      # autocast's op lists, not a Python list (W2)
+    ("PyTorch 构建时所针对的加速器", "建立"),             # PyTorch's build, not creating something (W3)
+])
+def test_the_overrides_never_again_turn_a_right_word_wrong(simplified, wrong):
+    assert wrong not in to_traditional(simplified)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
 def test_traditional_view_has_no_known_wrong_conversion_or_mainland_word(path):
     text = converted_text(monolingual(nbformat.read(path, as_version=4), "zh-hant"))
     assert CJK.search(text)
-    for wrong in [*ZH_HANT["fixes"], *ZH_HANT["taiwan"], *ZH_HANT["quotes"]]:
-        assert wrong not in text, f"{path.name}: {wrong} in its 繁體 view"
+    left = sorted({f"{entry['mainland']} ({entry['why']})" for entry in OVERRIDES if context(entry).search(text)})
+    assert not left, f"{path.name}: mainland words left in its 繁體 view: {left}"
     simplified = {term["zh"] for term in terms() if term["zh"] != term["zh-hant"]}
     assert not [word for word in simplified if word in text], f"{path.name}: 简体 terms left in the 繁體 view"
 
@@ -163,6 +257,10 @@ def test_course_view_writes_copies(tmp_path):
     shown = re.findall(r"\]\((figures/[^)]+\.svg)\)", written.read_text("utf-8"))
     assert shown, "lesson 3 shows figures / 第 3 课展示图"
     assert all((written.parent / figure).is_file() for figure in shown), "the copy's figures are beside it"
+    for figure in shown:  # their labels in 繁體, the rest of the drawing as drawn
+        svg, drawn = (written.parent / figure).read_text("utf-8"), (LESSON.parent / figure).read_text("utf-8")
+        assert CJK.search(svg) and not SIMPLIFIED_ONLY & set(svg), figure
+        assert re.sub(r">[^<]*<", "><", svg) == re.sub(r">[^<]*<", "><", drawn), figure
     view = nbformat.read(written, as_version=4)
     assert answers_to_prompts(view) and not any(cell.outputs for cell in answers_to_prompts(view)), (
         "no answer printed under a prompt / 提问下方不显示答案")
@@ -176,3 +274,26 @@ def test_a_solved_notebook_viewed_in_traditional_chinese_is_still_gradable(tmp_p
     classroom.nbgrader(course, "autograde", "a1_tensor_to")
     graded = classroom.scores(course, "a1_tensor_to")["student"]
     assert graded == classroom.max_points("a1_tensor_to")
+
+
+def test_an_untouched_traditional_view_grades_as_the_untouched_release(tmp_path):
+    """The 繁體 view changes the text of tracked cells (stubs, tests, the written answer's stub); the grader takes
+    them for the released cells (ViewedAsReleased): the same points and manual-grading flags, cell by cell, as
+    the bilingual release, its unanswered written answer scored 0 without a hand grade, and no tamper warning."""
+    from nbgrader.api import Gradebook
+
+    course = tmp_path / "course"
+    classroom.prepare_course(course, "a1_tensor_to")
+    released = nbformat.read(classroom.notebook_path(course, "release", "a1_tensor_to"), as_version=4)
+    classroom.submit(course, "a1_tensor_to", "bilingual", released)
+    classroom.submit(course, "a1_tensor_to", "traditional", monolingual(released, "zh-hant"))
+    _, log = classroom.nbgrader(course, "autograde", "a1_tensor_to")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        graded = {student: {g.name: (g.cell.cell_type, g.auto_score, g.needs_manual_grade)
+                            for g in gradebook.find_submission_notebook("a1_tensor_to", "a1_tensor_to", student).grades}
+                  for student in ("bilingual", "traditional")}
+    assert graded["traditional"] == graded["bilingual"]
+    written = {name: grade for name, grade in graded["traditional"].items() if grade[0] == "markdown"}
+    assert written and all(grade[1:] == (0, False) for grade in written.values()), written
+    assert "has changed" not in log, log
+
