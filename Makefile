@@ -128,8 +128,10 @@ shared-install:  ## as root: the course's environment for every user of a shared
 student-bundle: install  ## what students install, without solutions or hidden tests: build/student-bundle/ and .tar.gz
 	$(BIN)/python -m course.authoring.student_bundle build/student-bundle
 
-clean:
-	rm -rf build gradebook.db submitted autograded feedback
+# Only what make built. The course folder's class (gradebook.db, submitted/, autograded/, feedback/, logs/)
+# is the instructor's record of a term: no target deletes it (README, "Instructors").
+clean:  ## remove build/ (the demo classes, the student bundle, test artefacts); never a gradebook or a submission
+	rm -rf build
 
 # The whole course on this machine's GPU with the PyTorch it already has (never replaced), in under 10 minutes
 # on one GPU and 16 cores (README, "CI and GPU runners"). GPU_PYTHON: the Python whose torch to use;

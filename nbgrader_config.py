@@ -17,6 +17,16 @@ if os.path.exists(ROSTER):
 if os.environ.get("COURSE_DB_URL"):
     c.CourseDirectory.db_url = os.environ["COURSE_DB_URL"]
 
+# `nbgrader collect` from an exchange every student can write (deploy/exchange/): a submission counts only
+# when its folder belongs to the Unix user its name claims (another is refused, loudly, and the student's
+# own stands), and only its regular files are copied, never through a link (course/plugins/exchange.py).
+c.ExchangeFactory.collect = "course.plugins.exchange.CollectOwnRegularFiles"
+
+# Nothing a submission writes reaches the instructor's terminal raw: every nbgrader command's log lines (file
+# names, the kernels' output, nbgrader's own messages) show control characters and escape sequences as
+# `\x1b`, never obey them (course/terminal.py); nbgrader's formatter otherwise, colours included.
+c.Application.logging_config = {"formatters": {"console": {"class": "course.terminal.VisibleLogFormatter"}}}
+
 # What students see where a solution was: both languages.
 c.ClearSolutions.code_stub = {
     "python": "# YOUR CODE HERE / 在此处编写代码\nraise NotImplementedError()",
@@ -32,10 +42,12 @@ c.OverwriteCells.add_missing_cells = True
 
 # Feedback shows every test's result and diagnostic, never the hidden tests' code (nbgrader issue 917).
 # No feedback while written answers wait for the formgrader (they would show 0); long diagnostics
-# wrap; the page loads nothing from a CDN (its template leaves MathJax out, see course/plugins/templates).
+# wrap; the page loads nothing from a CDN (its template leaves MathJax out, see course/plugins/templates);
+# a student whose roster.csv row says chinese=zh-hant gets it in 繁體.
 c.GenerateFeedback.preprocessors = [
     "course.plugins.feedback.RequireHandGrading",
     "course.plugins.feedback.HideHiddenTests",
+    "course.plugins.feedback.StudentsChinese",
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     "course.plugins.feedback.WrapDiagnostics",
@@ -46,16 +58,23 @@ from course.plugins.feedback import TEMPLATE, TEMPLATE_BASEDIRS  # noqa: E402
 # HTMLExporter) and the feedback pages (FeedbackExporter, a subclass) drop scripts, event handlers,
 # `javascript:` links, iframes and active SVG from markdown and from HTML, SVG and JavaScript outputs,
 # with nbconvert's own sanitiser: its preprocessor (nbgrader's templates render markdown cells without
-# the `sanitize_html` filter), and the filter for what the base templates render. Both pages also have
-# a Content-Security-Policy that runs none of the submission's scripts, should one get past the sanitiser
-# (the feedback page: course/plugins/templates/course_feedback; the formgrader's: course/plugins/formgrade.py).
+# the `sanitize_html` filter), and the filter for what the base templates render; then the course's (below).
+# Both pages also have a Content-Security-Policy that runs none of the submission's scripts, should one get
+# past the sanitiser, and lets no <base> or form lead elsewhere (the feedback page:
+# course/plugins/templates/course_feedback; the formgrader's: course/plugins/formgrade.py).
 from course.plugins import formgrade  # noqa: E402
 
-c.HTMLExporter.preprocessors = ["nbconvert.preprocessors.sanitize.SanitizeHTML"]
+# The course's sanitiser (course/plugins/pages.py) is nbconvert's plus what it leaves open: outputs' metadata
+# (an image's sizes, written unquoted by the templates, must be numbers), the HTML that Markdown makes (no
+# inline style or page class that could lay the student's content over the page, no remote image, no
+# `javascript:` or `data:` link), and every link in a cell marked as the student's, with its address.
+c.HTMLExporter.preprocessors = ["course.plugins.pages.SanitizeSubmission"]
 c.HTMLExporter.sanitize_html = True
 c.HTMLExporter.template_name = formgrade.TEMPLATE
 c.HTMLExporter.extra_template_basedirs = formgrade.TEMPLATE_BASEDIRS
-c.HTMLExporter.filters = {"formgrade_policy": "course.plugins.formgrade.content_security_policy"}
+c.HTMLExporter.filters = {"formgrade_policy": "course.plugins.formgrade.content_security_policy",
+                          "markdown2html": "course.plugins.pages.markdown2html",
+                          "course_page_style": "course.plugins.pages.page_style"}
 # (configured on a subclass: HTMLExporter itself also renders the formgrader's own pages)
 c.GenerateFeedback.exporter_class = "course.plugins.feedback.FeedbackExporter"
 c.FeedbackExporter.template_name = TEMPLATE

@@ -16,12 +16,13 @@ a new worker and finishes the class. (multiprocessing.Pool would lose the task a
 Beyond one machine (README, "Beyond one machine"): `--shard I/N` grades only the students whose id
 hashes to shard I of N, so N cluster jobs, each on its own copy of the course folder and all writing into
 one PostgreSQL gradebook, grade every student exactly once; `merge` brings their autograded/ folders
-back into one course folder for `nbgrader generate_feedback`.
+back into one course folder for `nbgrader generate_feedback` (with each student's attempts/ record).
 """
 import copy
 import ctypes
 import hashlib
 import io
+import json
 import logging
 import multiprocessing
 import multiprocessing.connection
@@ -34,9 +35,11 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.messages import Bilingual, printable, text
+from autograder.messages import Bilingual, text
 
 from .kernels import forkserver
+from .plugins.autograde import attempts_file
+from .terminal import VisibleLogFormatter, quoted, visible
 
 LOGS = "logs"  # the course folder's logs/ASSIGNMENT/STUDENT.log: each student's whole grading log
 SHOWN_LINES = 12  # of one warning, on the terminal (the log file keeps all of it)
@@ -73,15 +76,16 @@ def in_shard(students, shard: tuple[int, int]) -> list[str]:
 
 
 def grade(root: Path, assignment: str, jobs: int, config, students=None, progress=print,
-          fork_server=True, shard: tuple[int, int] | None = None, force=False) -> Outcome:
-    """Autograde `assignment` for `students` (everyone in submitted/) with `config`, the course's
-    settings (course/settings.py), in `jobs` worker processes.
+          fork_server=True, shard: tuple[int, int] | None = None, force=False, quote=print) -> Outcome:
+    """Autograde `assignment` for `students` (None: everyone in submitted/) with `config`, the course's
+    settings (course/settings.py), in `jobs` worker processes. `progress` gets this function's own lines,
+    `quote` the lines quoted from submissions' grading logs (course.terminal.quoted), each line once.
 
     As plain `nbgrader autograde`: a submission already graded and not submitted again since is left
     as it is (its hand grading too: nbgrader flags every hand-graded answer of a submission it regrades
     for review again); `force` regrades every one, as `nbgrader autograde --force`."""
     root = Path(root).resolve()
-    students = students or submitted_students(root, assignment)
+    students = submitted_students(root, assignment) if students is None else students
     if shard:
         total, students = len(students), in_shard(students, shard)
         shown = text("shard_selected", index=shard[0], count=shard[1], selected=len(students), total=total)
@@ -109,10 +113,10 @@ def grade(root: Path, assignment: str, jobs: int, config, students=None, progres
         else:
             outcome.graded.append(student)
             mark = ""
-        progress(_bar(done, len(students)) + f" {student} ({seconds:.1f} s){mark}")
-        (outcome.logs / f"{student}.log").write_text(printable(log, len(log)), "utf-8")
+        progress(_bar(done, len(students)) + f" {visible(student)} ({seconds:.1f} s){mark}")
+        (outcome.logs / f"{student}.log").write_text(log, "utf-8")
         for warning in warnings_in(log):
-            progress(f"    {student}: {warning}")
+            quote(quoted(student, warning))
     outcome.seconds = time.monotonic() - started
     return outcome
 
@@ -232,7 +236,7 @@ def _grade_one(job):
     create = _api.config.Autograde.get("create_student", True)
     with _whole_log() as log:
         result = _api.autograde(assignment, student, force=force, create=create)
-    details = log.getvalue() + (result.get("error") or "")
+    details = log.getvalue() + visible(result.get("error") or "", keep_lines=True)
     return result["success"], _error_line(details), time.monotonic() - started, details
 
 
@@ -240,7 +244,10 @@ class _whole_log:
     """Everything one autograde logs, in order, as `nbgrader autograde` prints it: its application's
     log, and what classes without a parent application log through traitlets' own logger (the kernel
     manager and its provisioner: the sandbox's `kernel>` lines, a dead kernel). Outside an nbgrader
-    command that logger has no handler, and those lines would be lost."""
+    command that logger has no handler, and those lines would be lost. Python's warnings too (nbformat's
+    about a crafted notebook, say): they belong to the student's log, not raw on the terminal. Formatted
+    as nbgrader's console is (nbgrader_config.py): control characters visible, a record's later lines
+    indented."""
     FORMAT = "[AutogradeApp | %(levelname)s] %(message)s"
 
     def __enter__(self) -> io.StringIO:
@@ -248,19 +255,22 @@ class _whole_log:
 
         self.buffer, self.handler = io.StringIO(), logging.StreamHandler()
         self.handler.setStream(self.buffer)
-        self.handler.setFormatter(logging.Formatter(self.FORMAT))
-        self.loggers = [logging.getLogger("AutogradeApp"), get_logger()]
+        self.handler.setFormatter(VisibleLogFormatter(self.FORMAT, color=False))
+        self.loggers = [logging.getLogger("AutogradeApp"), get_logger(), logging.getLogger("py.warnings")]
         for logger in self.loggers:
             logger.addHandler(self.handler)
+        logging.captureWarnings(True)
         return self.buffer
 
     def __exit__(self, *exc):
+        logging.captureWarnings(False)
         for logger in self.loggers:
             logger.removeHandler(self.handler)
 
 
 def warnings_in(log: str) -> list[str]:
-    """The warnings and errors of a grading log, each with at most SHOWN_LINES lines, safe to print."""
+    """The warnings and errors of a grading log (as _whole_log writes it: a record's later lines are
+    indented, so only nbgrader starts a record), each with at most SHOWN_LINES lines."""
     records = re.split(r"^(?=\[[\w.]+ \| [A-Z]+\] )", log, flags=re.M)
     found = []
     for record in records:
@@ -268,23 +278,28 @@ def warnings_in(log: str) -> list[str]:
         if re.match(r"\[[\w.]+ \| (WARNING|ERROR|CRITICAL)\] ", record) and REGRADED not in record:
             lines = record.rstrip().splitlines()
             shown = lines[:SHOWN_LINES] + ([f"      … ({len(lines) - SHOWN_LINES} more)"] if len(lines) > SHOWN_LINES else [])
-            found.append(printable("\n".join(shown)))
+            found.append(visible("\n".join(shown), keep_lines=True))  # already so in _whole_log's: defence in depth
     return found
 
 
 def _error_line(error: str) -> str | Bilingual:
     """The line of nbgrader's traceback that names what went wrong (e.g. NotJSONError: ...), with the Chinese
-    line after it when the error is one of the course's bilingual messages (VerdictUnavailable)."""
+    line after it when the error is one of the course's bilingual messages (VerdictUnavailable). One line
+    per language, control characters visible: it may quote the submission (a crafted notebook's text)."""
     if "RecursionError" in error and "JSON" in error:
         return text("crafted_notebook")
     lines = [line.strip() for line in error.splitlines() if line.strip()]
     named = [i for i, line in enumerate(lines) if re.match(r"[\w.]+(Error|Exception|Unavailable): ", line)
              and "Please see the" not in line]
-    if not named:  # it may quote the submission (a crafted notebook's text): no terminal escape sequence
-        return printable(lines[-1] if lines else "", 500)
+    if not named:
+        return _shown(lines[-1] if lines else "")
     at = named[-1]
     chinese = at + 1 < len(lines) and re.search(r"[\u4e00-\u9fff]", lines[at + 1]) and not re.search(r"[\u4e00-\u9fff]", lines[at])
-    return printable("\n".join(lines[at:at + 2] if chinese else lines[at:at + 1]), 1000)
+    return Bilingual(_shown(lines[at]), _shown(lines[at + 1])) if chinese else _shown(lines[at])
+
+
+def _shown(line: str, limit: int = 500) -> str:
+    return visible(line if len(line) <= limit else line[:limit] + " …")
 
 
 def _bar(done: int, total: int, width: int = 24) -> str:
@@ -312,4 +327,16 @@ def merge(root: Path, assignment: str, shard_roots) -> dict[str, Path]:
             continue  # the course folder is one of the shards
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(Path(shard_root) / "autograded" / student / assignment, target)
+        merge_attempts(Path(attempts_file(shard_root, assignment, student)), Path(attempts_file(root, assignment, student)))
     return found
+
+
+def merge_attempts(shard: Path, course: Path):
+    """The shard's record of a student's graded submissions joins the course folder's (attempts/, for
+    `course insights`' first attempts): the shard's entry wins for a submission graded in both."""
+    if not shard.exists():
+        return
+    recorded = json.loads(course.read_text("utf-8")) if course.exists() else {}
+    recorded.update(json.loads(shard.read_text("utf-8")))
+    course.parent.mkdir(parents=True, exist_ok=True)
+    course.write_text(json.dumps(recorded, indent=1, sort_keys=True), "utf-8")

@@ -1,12 +1,12 @@
 """The gradebook queries of the `course` commands: whether an assignment is registered, who submitted
-without being on the roster, and what still waits for grading by hand."""
-from pathlib import Path
+without being on the roster, who submitted late, and what still waits for grading by hand."""
+import math
 
 from nbgrader.api import Gradebook, MissingEntry
 
 from autograder.messages import message
 
-from .grade import submitted_students
+from .terminal import visible
 
 
 def registered(db_url: str, assignment: str) -> bool:
@@ -17,14 +17,25 @@ def registered(db_url: str, assignment: str) -> bool:
             return False
 
 
-def warn_not_on_roster(root: Path, db_url: str, assignment: str):
-    if not (root / "roster.csv").exists():
-        return
+def off_roster(db_url: str, students) -> list[str]:
+    """Those of `students` the gradebook does not know (not on the roster that `course setup` imported)."""
     with Gradebook(db_url) as gradebook:
         known = {student.id for student in gradebook.students}
-    unknown = [s for s in submitted_students(root.resolve(), assignment) if s not in known]
-    if unknown:
-        print(message("not_on_roster", students=", ".join(unknown), assignment=assignment), flush=True)
+    return [student for student in students if student not in known]
+
+
+def print_late(db_url: str, assignment: str):
+    """The graded submissions nbgrader counts as late: submitted (the timestamp.txt of `nbgrader collect`)
+    after the due date the gradebook holds (`nbgrader db assignment add ASSIGNMENT --duedate=...`)."""
+    with Gradebook(db_url) as gradebook:
+        due = gradebook.find_assignment(assignment).duedate
+        if due is None:
+            return
+        for submission in sorted(gradebook.assignment_submissions(assignment), key=lambda s: s.student_id):
+            if submission.total_seconds_late > 0:
+                print(message("status_late", student=visible(submission.student_id), assignment=assignment,
+                              minutes=math.ceil(submission.total_seconds_late / 60),
+                              submitted=f"{submission.timestamp:%Y-%m-%d %H:%M}", due=f"{due:%Y-%m-%d %H:%M}"))
 
 
 def print_hand_grading(db_url: str, assignment: str, every_student=False):
@@ -34,11 +45,12 @@ def print_hand_grading(db_url: str, assignment: str, every_student=False):
         waiting = 0
         for submission in submissions:
             grades = [g for n in submission.notebooks for g in n.grades]
-            fields = dict(student=submission.student_id, score=submission.score, max_score=submission.max_score)
+            student = visible(submission.student_id)  # a folder's name: no control character reaches the terminal
+            fields = dict(student=student, score=submission.score, max_score=submission.max_score)
             if any(is_test_grade(g) and g.auto_score is None and g.manual_score is None for g in grades):
                 # a test cell without a score: autograde never got through this submission (a file that
                 # is not a notebook, say); nothing in it waits for a person yet
-                print(message("status_not_autograded", student=submission.student_id, assignment=assignment))
+                print(message("status_not_autograded", student=student, assignment=assignment))
                 continue
             cells = [g.name for g in grades if g.needs_manual_grade]
             waiting += bool(cells)

@@ -1,5 +1,6 @@
 import contextlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -33,6 +34,15 @@ def pytest_collection_modifyitems(items):
 
 
 BIN = Path(sys.executable).parent  # this environment's commands: course, nbgrader, jupyter, alembic
+
+
+def readme_steps(heading: str) -> list[str]:
+    """The commands of the first bash block under `heading` in the README, comments dropped: what the tests
+    of the instructor's steps run as written (test_instructor_workflow.py, test_exchange.py)."""
+    readme = (classroom.ROOT / "README.md").read_text("utf-8")
+    section = readme.split(f"\n{heading}\n", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, flags=re.DOTALL).group(1)
+    return [line.split("#", 1)[0].strip() for line in block.splitlines() if line.split("#", 1)[0].strip()]
 
 
 def with_bin_on_path(env=None) -> dict:

@@ -9,6 +9,10 @@
     insights  what the class got wrong, per exercise and diagnostic
     view      monolingual copies of notebooks
 """
+from pathlib import Path
+
+from autograder.messages import message
+
 NAMES = ("demo", "report", "setup", "status", "grade", "merge", "insights", "view")
 
 
@@ -16,3 +20,23 @@ def say(en, zh):
     """One line in English, then the same in Chinese."""
     print(en)
     print(zh, flush=True)
+
+
+def assignments_in(root: Path) -> list[str]:
+    """The assignments of the course folder `root`: its source/ folders."""
+    source = Path(root) / "source"
+    return sorted(p.name for p in source.iterdir() if p.is_dir() and not p.name.startswith(".")) if source.is_dir() else []
+
+
+def is_course_with(root: Path, assignment: str, command: str) -> bool:
+    """Whether `root` is a course folder holding `assignment`; if not, one bilingual line that says what
+    is wrong and what there is instead (the usual slips: another folder, a shortened or misspelt name)."""
+    root = Path(root).resolve()
+    if not (root / "nbgrader_config.py").is_file():
+        print(message("not_a_course_folder", folder=root, command=command), flush=True)
+        return False
+    if assignment not in assignments_in(root):
+        print(message("unknown_assignment", assignment=assignment, folder=root,
+                      assignments=", ".join(assignments_in(root)) or "—"), flush=True)
+        return False
+    return True

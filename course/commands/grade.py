@@ -1,15 +1,19 @@
 """`course grade`: autograde a class with nbgrader, several submissions at a time (the work itself is
 course/grade.py), after checking the sandbox, the gradebook and the roster."""
 import argparse
+import contextlib
 import os
+import sys
 from pathlib import Path
 
 from autograder.messages import Bilingual, message, text
 
 from .. import grade, settings
-from ..gradebook import print_hand_grading, registered, warn_not_on_roster
+from ..grade import submitted_students
+from ..gradebook import off_roster, print_hand_grading, print_late, registered
 from ..kernels import sandbox
-from . import say
+from ..terminal import OwnLines, visible
+from . import is_course_with, say
 
 HELP = "autograde a class in parallel / 并行自动评分整个班级"
 
@@ -46,11 +50,17 @@ def shard(given: str) -> tuple[int, int]:
 
 
 def run(args) -> int:
-    """Grade everything in submitted/ with nbgrader's autograde, several submissions at a time."""
+    """Grade everything in submitted/ with nbgrader's autograde, several submissions at a time. Every line
+    this command writes itself starts with course.terminal.OWN; lines quoted from a submission's grading log
+    start with an indent and the student's name instead, so none of them can pass for one of its own."""
+    terminal = sys.stdout
+    with contextlib.redirect_stdout(OwnLines(terminal)):
+        return _grade(args, quote=lambda lines: print(lines, file=terminal, flush=True))
+
+
+def _grade(args, quote) -> int:
     root = Path(args.root)
-    if not (root / "nbgrader_config.py").exists() or not (root / "source" / args.assignment).is_dir():
-        say(f"! {root.resolve()} is not a course folder with source/{args.assignment} and nbgrader_config.py.",
-            f"! {root.resolve()} 不是包含 source/{args.assignment} 和 nbgrader_config.py 的课程目录。")
+    if not is_course_with(root, args.assignment, "grade"):
         return 2
     config = settings.load(root)
     if args.no_sandbox:
@@ -66,18 +76,27 @@ def run(args) -> int:
     if not registered(db_url, args.assignment):
         print(message("not_registered", assignment=args.assignment, gradebook=db_url), flush=True)
         return 2
-    warn_not_on_roster(root, db_url, args.assignment)
-    outcome = grade.grade(Path(args.root), args.assignment, args.jobs, config, args.student or None,
+    students = args.student or submitted_students(root.resolve(), args.assignment)
+    if config.Autograde.get("create_student", True) is False:
+        # nbgrader would refuse each of them with a traceback (MissingEntry), on every run: named once instead
+        unknown = off_roster(db_url, students)
+        if unknown:
+            print(message("not_on_roster", students=", ".join(map(visible, unknown)), assignment=args.assignment), flush=True)
+            students = [student for student in students if student not in unknown]
+    outcome = grade.grade(Path(args.root), args.assignment, args.jobs, config, students,
                                 progress=lambda line: print(line, flush=True),
-                                fork_server=not args.no_fork_server, shard=args.shard, force=args.force)
+                                fork_server=not args.no_fork_server, shard=args.shard, force=args.force,
+                                quote=quote)
     say(f"Graded {len(outcome.graded)} submission(s) in {outcome.seconds:.1f} s with {args.jobs} job(s).",
         f"用 {args.jobs} 个并行任务在 {outcome.seconds:.1f} 秒内评完 {len(outcome.graded)} 份提交。")
     if outcome.unchanged:
         print(message("grade_unchanged", count=len(outcome.unchanged), assignment=args.assignment), flush=True)
     for student, error in sorted(outcome.failed.items()):
         error = error if isinstance(error, Bilingual) else Bilingual(error, error)
+        student = visible(student)
         say(f"! {student}: not graded: {error.en}", f"! {student}：未评分：{error.zh}")
     print(message("grading_logs", folder=outcome.logs), flush=True)
+    print_late(db_url, args.assignment)
     print_hand_grading(db_url, args.assignment)
     if not outcome.graded and not outcome.unchanged and not (args.shard and not outcome.failed):  # a shard may hold no student
         print(message("nothing_graded", assignment=args.assignment, folder=root.resolve() / "submitted"), flush=True)

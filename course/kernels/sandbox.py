@@ -61,9 +61,10 @@ from traitlets import Bool
 from traitlets.config import Configurable
 
 from autograder.kernel import no_tracing_filter
-from autograder.messages import message, printable
+from autograder.messages import message
 
 from . import cgroups
+from ..terminal import visible
 
 NAME = "course-sandboxed-provisioner"
 NO_SANDBOX_VARIABLE = "COURSE_NO_SANDBOX"  # read by nbgrader_config.py, into Sandbox.enabled
@@ -559,7 +560,7 @@ class SandboxedProvisioner(LocalProvisioner):
         lines = [line for line in sandbox.output_text().splitlines() if not _ipykernel_banner(line)][-20:]
         if lines:
             self.log.warning("Kernel output (sandbox %s, exit status %s):\n%s", sandbox.work_dir, returncode,
-                             "\n".join(f"  kernel> {printable(line, 500)}" for line in lines))
+                             "\n".join(f"  kernel> {visible(line[:500])}" for line in lines))
 
 
 def _ipykernel_banner(line: str) -> bool:

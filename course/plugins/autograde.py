@@ -33,6 +33,27 @@ def is_test_cell(cell) -> bool:
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
 
 
+class ForgetStaleFeedback(NbGraderPreprocessor):
+    """A submission graded again has no feedback until `nbgrader generate_feedback` makes it anew.
+
+    generate_feedback skips a student whose feedback is as new as the submission's timestamp.txt, and a
+    regrade (`--force`, after changing the tests) keeps that timestamp: the old page, with the old points,
+    would stay and `release_feedback` would send it. So the grading of a submission removes its feedback
+    folder first; `generate_feedback` then writes it again (or holds it back while hand grading waits).
+    First in the sanitize preprocessors: whatever happens to the grading, the old page is gone."""
+
+    def preprocess(self, nb, resources):
+        from nbgrader.coursedir import CourseDirectory
+
+        folders = CourseDirectory(config=self.config)
+        info = resources["nbgrader"]
+        stale = folders.format_path(folders.feedback_directory, info["student"], info["assignment"])
+        if os.path.isdir(stale):
+            self.log.info(message("feedback_removed", student=info["student"], folder=stale))
+            shutil.rmtree(stale)
+        return nb, resources
+
+
 class DropMalformedMetadata(NbGraderPreprocessor):
     """Cells whose nbgrader metadata is not of the shape nbgrader writes lose it.
 
@@ -497,6 +518,41 @@ def own_error(cell) -> str | None:
 DIAGNOSIS = "course_diagnosis"  # test-cell metadata of an autograded notebook: what `course insights` counts
 
 
+ATTEMPTS = "attempts"  # the course folder's attempts/ASSIGNMENT/STUDENT.json: each graded submission's diagnoses
+
+
+def attempts_file(root, assignment: str, student: str) -> str:
+    """Where the grader keeps what each graded submission of `student` got wrong, by submission time:
+    outside autograded/, which grading a resubmission replaces (`course insights` reads it)."""
+    return os.path.join(str(root), ATTEMPTS, assignment, f"{student}.json")
+
+
+class RememberAttempts(NbGraderPreprocessor):
+    """Keep the diagnoses of every graded submission, by the time it was submitted, so that a student's first
+    attempt is not lost when they resubmit (`course insights` shows it apart from the latest). Grading the same
+    submission again (`--force`) replaces its entry. After DecideGrades, which stores the diagnoses."""
+
+    def preprocess(self, nb, resources):
+        from nbgrader.coursedir import CourseDirectory
+
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gradebook:
+            submitted = gradebook.find_submission(info["assignment"], info["student"]).timestamp
+        cells = {cell.metadata["nbgrader"].get("grade_id"): dict(cell.metadata.get(DIAGNOSIS, {}))
+                 for cell in nb.cells if is_test_cell(cell)}
+        cells.pop(None, None)
+        path = attempts_file(CourseDirectory(config=self.config).root, info["assignment"], info["student"])
+        recorded = {}
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as kept:
+                recorded = json.load(kept)
+        recorded.setdefault(str(submitted or ""), {})[info["notebook"]] = cells
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as kept:
+            json.dump(recorded, kept, indent=1, sort_keys=True)
+        return nb, resources
+
+
 def diagnosis(record, kernel_error) -> dict:
     """The message keys of why a test cell lost its points ({} when it kept them), from the grader's
     records only: the verdict's key and hint (checked against the catalogue there), else why there was
@@ -515,13 +571,22 @@ def decided_outputs(record, kernel_error) -> list:
     if record.get("passed") is True and kernel_error is None:
         return [NotebookNode(output_type="stream", name="stdout", text=message("verdict_passed") + "\n")]
     outputs = []
-    if record.get("passed") is not True:
+    passed = record.get("passed") is True
+    if not passed:
         shown = printable(record.get("message") or message(record.get("key") or "verdict_missing"))
         outputs.append(NotebookNode(output_type="error", ename="AssertionError", evalue=shown, traceback=[shown]))
+        if kernel_error is not None and _same_diagnostic(kernel_error, shown):
+            return outputs  # the visible test failed in the kernel as the grader's check did: shown once
     if kernel_error is not None:
-        shown = message("own_run_failed") + "\n" + printable(kernel_error)
+        # the note says what happened: the grader's calls passed, or the cell failed in both runs
+        shown = message("own_run_failed" if passed else "own_run_failed_too") + "\n" + printable(kernel_error)
         outputs.append(NotebookNode(output_type="error", ename="OwnRunFailed", evalue=shown, traceback=[shown]))
     return outputs
+
+
+def _same_diagnostic(kernel_error: str, shown: str) -> bool:
+    """Whether the kernel's own error (`ename: evalue`) is the diagnostic the verdict gives."""
+    return printable(kernel_error.partition(": ")[2]).strip() == shown.strip()
 
 
 class NotebookOverBudget(CellTimeoutError):
@@ -538,12 +603,13 @@ def _nbgrader_default(trait) -> list:
 
 
 def sanitize_pipeline() -> list:
-    """nbgrader's sanitize preprocessors for autograde (the submission before anything runs), with cells of
+    """nbgrader's sanitize preprocessors for autograde (the submission before anything runs), after the
+    submission's old feedback is removed (ForgetStaleFeedback), with cells of
     malformed nbgrader metadata or unknown grade ids made ordinary cells, and OverwriteCells that does not
     warn about test cells left as released (their hidden tests make the checksum differ), so that a warning
     in the log means a test cell was really changed; before it, the cells of a 繁體 view made the released ones
     again (ViewedAsReleased)."""
-    pipeline = _nbgrader_default("sanitize_preprocessors")
+    pipeline = [f"{__name__}.ForgetStaleFeedback", *_nbgrader_default("sanitize_preprocessors")]
     pipeline.insert(pipeline.index(DeduplicateIds), f"{__name__}.DropMalformedMetadata")
     pipeline.insert(pipeline.index(OverwriteCells), f"{__name__}.ForgetUnknownCells")
     pipeline.insert(pipeline.index(OverwriteCells), f"{__name__}.ViewedAsReleased")
@@ -553,8 +619,10 @@ def sanitize_pipeline() -> list:
 
 def autograde_pipeline() -> list:
     """nbgrader's autograde preprocessors, with SafeExecute for Execute (a kernel that dies or hangs costs
-    only the cells that did not run) and DecideGrades before SaveAutoGrades reads the points."""
+    only the cells that did not run), DecideGrades before SaveAutoGrades reads the points, and
+    RememberAttempts at the end (each graded submission's diagnoses, for `course insights`)."""
     pipeline = [f"{__name__}.SafeExecute" if step is Execute else step
                 for step in _nbgrader_default("autograde_preprocessors")]
     pipeline.insert(pipeline.index(SaveAutoGrades), f"{__name__}.DecideGrades")
+    pipeline.append(f"{__name__}.RememberAttempts")
     return pipeline

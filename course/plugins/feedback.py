@@ -4,8 +4,10 @@
 again (nbgrader issue 917), and whose tracebacks quote the lines around the failure. HideHiddenTests,
 listed in `GenerateFeedback.preprocessors` (nbgrader_config.py), removes both from every graded test cell.
 WrapDiagnostics makes long diagnostics wrap; RequireHandGrading keeps feedback from going out while a
-written answer waits for the formgrader; CsvExportWarningUngraded says so at `nbgrader export`.
+written answer waits for the formgrader; CsvExportWarningUngraded says so at `nbgrader export`;
+StudentsChinese writes the page's Chinese in 繁體 for a student whose roster row asks for it.
 """
+import csv
 import logging
 import os
 
@@ -88,6 +90,53 @@ class WrapDiagnostics(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         resources.setdefault("inlining", {}).setdefault("css", []).append(self.css)
+        return nb, resources
+
+
+ROSTER_CHINESE = "chinese"  # roster.csv's column of a student's Chinese form; nbgrader's import ignores it
+
+
+def chinese_of(roster: str, student: str) -> str:
+    """The Chinese form `student` reads ("zh-hant" for 繁體; "zh", the default, for 简体), from roster.csv."""
+    if not os.path.exists(roster):
+        return "zh"
+    with open(roster, newline="", encoding="utf-8") as rows:
+        for row in csv.DictReader(rows):
+            if row.get("id") == student:
+                return "zh-hant" if (row.get(ROSTER_CHINESE) or "").strip().lower() == "zh-hant" else "zh"
+    return "zh"
+
+
+class StudentsChinese(NbGraderPreprocessor):
+    """The feedback page in 繁體 for a student who reads it, where the course can know it: the `chinese`
+    column of roster.csv (`zh-hant`) beside nbgrader_config.py. Her kernels know it from COURSE_CHINESE, but the
+    grader's messages were written in the grader's process, in 简体. The instructor's prose, the test cells'
+    comments and the grader's outputs are converted as `course view --lang zh-hant` converts a lesson; her own
+    answers stay exactly as she submitted them. After HideHiddenTests, whose note it converts too."""
+
+    display_data_priority = List(config=True)  # set by the HTML exporter for every preprocessor
+
+    def preprocess(self, nb, resources):
+        from nbgrader.coursedir import CourseDirectory
+
+        from ..authoring.monolingual import code_to_traditional, to_traditional
+
+        roster = os.path.join(CourseDirectory(config=self.config).root, "roster.csv")
+        if chinese_of(roster, resources["nbgrader"]["student"]) != "zh-hant":
+            return nb, resources
+        for cell in nb.cells:
+            if is_solution(cell):
+                continue  # her answer, as she wrote it
+            if cell.cell_type == "markdown":
+                cell.source = to_traditional(cell.source)
+            elif cell.cell_type == "code":
+                cell.source = code_to_traditional(cell.source)
+                for output in cell.get("outputs", []):
+                    if "text" in output:
+                        output.text = to_traditional(output.text)
+                    if output.get("output_type") == "error":
+                        output.evalue = to_traditional(output.evalue)
+                        output.traceback = [to_traditional(line) for line in output.traceback]
         return nb, resources
 
 

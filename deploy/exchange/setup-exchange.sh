@@ -2,7 +2,8 @@
 # The course's nbgrader exchange on one shared machine (README, "A class on one shared machine").
 # Run as root, once (and again for students who join later):
 #                       deploy/exchange/setup-exchange.sh INSTRUCTOR [STUDENT ...]
-#   INSTRUCTOR             the Unix user who releases, collects and grades (owns the course's folder)
+#   INSTRUCTOR             the Unix user who releases, collects and grades (owns the course's folder); their
+#                          home becomes private (0700) too: it may hold the checkout, solutions, grades
 #   STUDENT                students' Unix users: each home becomes private (0700), so that nobody copies
 #                          a classmate's notebook before the deadline
 #   COURSE_DIR             the instructor's course folder, made private to the instructor (0700): it holds
@@ -34,11 +35,13 @@ if [ -n "${COURSE_DIR:-}" ]; then
   chown "$instructor" "$COURSE_DIR" && chmod 0700 "$COURSE_DIR"  # also when it was there before
   echo "course folder / 课程目录: $COURSE_DIR (only $instructor / 仅 $instructor 可访问)"
 fi
-for student in "$@"; do
-  home=$(getent passwd "$student" | cut -d: -f6)
-  [ -n "$home" ] || { echo "no such user / 没有这个用户: $student" >&2; exit 1; }
+# Private homes: the instructor's (a default 0755 home lets every student read what the instructor keeps
+# there) and each student's (nobody copies a classmate's notebook before the deadline).
+for user in "$instructor" "$@"; do
+  home=$(getent passwd "$user" | cut -d: -f6)
+  [ -n "$home" ] || { echo "no such user / 没有这个用户: $user" >&2; exit 1; }
   chmod 0700 "$home"
-  echo "private home / 私有主目录: $home ($student)"
+  echo "private home / 私有主目录: $home ($user)"
 done
 echo "exchange / 交换目录: $exchange (course / 课程 torch-to, instructor / 教师 $instructor)"
 echo "configuration / 配置: $config_dir/nbgrader_config.py"

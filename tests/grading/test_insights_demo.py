@@ -5,6 +5,7 @@ each exercise, whose diagnostic the corpus records, and `untouched` answers noth
 import csv
 import shutil
 from collections import defaultdict
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -15,6 +16,7 @@ from course.authoring import student_bundle
 from course.plugins import autograde
 
 ASSIGNMENTS = student_bundle.assignments()
+ARTIFACTS = classroom.ROOT / "build" / "test-artifacts" / "browser"
 
 
 def rows(path) -> list[dict]:
@@ -69,14 +71,32 @@ def test_course_insights_writes_the_page_and_the_table_for_a_course_folder(demo,
     assert "Lesson 3 § What stays behind" in shown and "第 3 课 § 哪些会留在原处" in shown
 
 
-def test_the_page_in_a_browser(demo, page):
-    """Chromium shows every exercise's chart and both languages, and runs nothing."""
-    root = demo("a1_tensor_to").graded.root
-    page.goto((root / "insights" / "a1_tensor_to.html").as_uri())
+def test_the_page_in_a_browser(demo, page, tmp_path):
+    """Chromium shows the class summary first, every exercise's chart, both languages, and a resubmitting
+    student's first attempt apart (issue 43), and runs nothing."""
+    import json
+
+    root = tmp_path / "course"
+    shutil.copytree(demo("a1_tensor_to").graded.root, root)
+    student = next(path.parent.parent.name for path in (root / "autograded").glob("*/a1_tensor_to/a1_tensor_to.ipynb"))
+    first = Path(autograde.attempts_file(root, "a1_tensor_to", student))
+    first.parent.mkdir(parents=True, exist_ok=True)
+    first.write_text(json.dumps({"2026-03-01 10:00:00": {"a1_tensor_to": {"test_to_device": {"key": "forgot_assignment"}}},
+                                 "2026-03-02 10:00:00": {"a1_tensor_to": {"test_to_device": {}}}}), "utf-8")
+    shown, _ = insights.write(root, "a1_tensor_to", root / "insights")
+    page.goto(shown.as_uri())
     assert page.locator("svg").count() == len(classroom.max_points("a1_tensor_to"))
     assert page.locator("svg rect").count() > len(classroom.max_points("a1_tensor_to"))
     body = page.inner_text("body")
     assert "What the class got wrong" in body and "全班错在哪里" in body and "not_answered" in body
+    summary = page.locator("#summary")
+    assert summary.is_visible() and page.locator("#summary li").count() == 3
+    assert "Reteach first" in summary.inner_text() and "优先重讲" in summary.inner_text()
+    assert summary.bounding_box()["y"] < page.locator("svg").first.bounding_box()["y"]
+    attempts = page.locator("#first-attempts")
+    assert attempts.is_visible() and student in attempts.inner_text() and "forgot_assignment" in attempts.inner_text()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=ARTIFACTS / "insights-a1.png", full_page=True)
 
 
 # ------------------------------------------------------------------ the parts, one at a time

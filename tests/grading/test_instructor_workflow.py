@@ -4,8 +4,8 @@ The commands come from the README itself (the bash block of "Instructors", the s
 so the README and this test cannot drift apart. The exchange lives in a temporary folder
 (`--Exchange.root`), and one student submits with nbgrader's own `submit`, as the current user.
 """
+import datetime
 import getpass
-import re
 import shlex
 import shutil
 import subprocess
@@ -14,36 +14,37 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import with_bin_on_path
+from conftest import readme_steps, with_bin_on_path
 from nbgrader.api import Gradebook
 
 from autograder.messages import shows
 from course import classroom
 
 ASSIGNMENT = "a1_tensor_to"
-EXCHANGE_COMMANDS = ("release_assignment", "collect", "submit", "fetch_assignment")
-
-
-def readme_steps(heading: str) -> list[str]:
-    """The commands of the first bash block under `heading` in the README, comments dropped."""
-    readme = (classroom.ROOT / "README.md").read_text("utf-8")
-    section = readme.split(f"\n{heading}\n", 1)[1]
-    block = re.search(r"```bash\n(.*?)```", section, flags=re.DOTALL).group(1)
-    return [line.split("#", 1)[0].strip() for line in block.splitlines() if line.split("#", 1)[0].strip()]
+EXCHANGE_COMMANDS = ("release_assignment", "collect", "submit", "fetch_assignment", "release_feedback")
 
 
 def test_readme_gives_the_same_instructor_steps_in_both_languages():
+    """No `source .venv/bin/activate` in the block: on a shared machine there is no .venv (issue 43), and
+    the environment is on every login shell's PATH; the prose says what to do in a checkout."""
     english, chinese = readme_steps("### Instructors"), readme_steps("### 教师")
     assert english == chinese
-    assert english[1:] == ["course setup", f"nbgrader release_assignment {ASSIGNMENT}", f"nbgrader collect {ASSIGNMENT}",
-                           f"course grade {ASSIGNMENT}", f"course status {ASSIGNMENT}",
-                           f"nbgrader generate_feedback {ASSIGNMENT}", "nbgrader export"]
+    assert english == ["course setup", f"nbgrader release_assignment {ASSIGNMENT}", f"nbgrader collect --update {ASSIGNMENT}",
+                       f"course grade {ASSIGNMENT}", f"course status {ASSIGNMENT}",
+                       f"nbgrader generate_feedback {ASSIGNMENT}", f"nbgrader release_feedback {ASSIGNMENT}",
+                       "nbgrader export"]
+    late = readme_steps("### Late work and regrades")
+    assert late == readme_steps("### 迟交与重新评分")
+    assert f"nbgrader collect --update {ASSIGNMENT}" in late and f"nbgrader release_feedback {ASSIGNMENT}" in late
 
 
 @pytest.fixture(scope="module")
 def fresh_course(tmp_path_factory) -> Path:
+    return clone(tmp_path_factory.mktemp("clone") / "course")
+
+
+def clone(copy: Path) -> Path:
     """What a `git clone` of this checkout holds: its tracked and not-ignored files, nothing built."""
-    copy = tmp_path_factory.mktemp("clone") / "course"
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                             cwd=classroom.ROOT, capture_output=True, check=True).stdout.decode().split("\0")
     for name in filter(None, listed):
@@ -57,8 +58,6 @@ def fresh_course(tmp_path_factory) -> Path:
 def run(line: str, cwd: Path, exchange: Path) -> subprocess.CompletedProcess:
     """One line of the README as the instructor types it, in the project's environment."""
     words = shlex.split(line)
-    if words[0] == "source":  # activating the environment: PATH below does that
-        return subprocess.CompletedProcess(words, 0, "", "")
     if words[0] == "nbgrader" and words[1] in EXCHANGE_COMMANDS:
         words += [f"--Exchange.root={exchange}", "--course=torch-to"]
     env = with_bin_on_path()
@@ -122,6 +121,95 @@ def test_readme_instructor_steps_take_a_submission_from_release_to_grades(fresh_
     feedback = run(f"nbgrader generate_feedback {ASSIGNMENT}", fresh_course, exchange)
     assert feedback.returncode == 0, feedback.stdout + feedback.stderr
     assert page.exists()
+
+
+def approve_hand_grades(course: Path, points: dict):
+    """What the formgrader does when the instructor types each student's points for the written answer."""
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for student, given in points.items():
+            grade = gradebook.find_grade("written_to_vs_module", ASSIGNMENT, ASSIGNMENT, student)
+            grade.manual_score, grade.needs_manual_grade = given, False
+        gradebook.db.commit()
+
+
+def hand_grade(course: Path, student: str):
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        grade = gradebook.find_grade("written_to_vs_module", ASSIGNMENT, ASSIGNMENT, student)
+        return grade.manual_score, grade.needs_manual_grade
+
+
+def test_readme_late_work_and_regrade_steps_refresh_only_what_changed(tmp_path_factory, tmp_path):
+    """Week 3 of a term (issue 43): a late resubmission is collected with --update and graded alone (the other
+    student keeps their hand grade and their released feedback), and a regrade with --force leaves no
+    stale feedback for release_feedback to send: generate_feedback writes it anew."""
+    course = clone(tmp_path_factory.mktemp("late") / "course")
+    exchange, home = tmp_path / "exchange", tmp_path / "student"
+    exchange.mkdir()
+    (home / ASSIGNMENT).mkdir(parents=True)
+    on_time, late = getpass.getuser(), "latecomer"
+
+    def ok(line):
+        done = run(line, course, exchange)
+        assert done.returncode == 0, f"{line}:\n{done.stdout}{done.stderr}"
+        return done.stdout + done.stderr
+
+    def submit(student, answers=()):
+        nbformat.write(classroom.solved_notebook(course, ASSIGNMENT, answers), home / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+        done = run(f"nbgrader submit {ASSIGNMENT} --student={student}", home, exchange)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    def page(student):
+        return course / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html"
+
+    ok("course setup")
+    ok(f"nbgrader release_assignment {ASSIGNMENT}")
+    for student in (on_time, late):
+        submit(student)
+    ok(f"nbgrader collect {ASSIGNMENT}")
+    ok(f"course grade {ASSIGNMENT}")
+    approve_hand_grades(course, {on_time: 1, late: 2})
+    ok(f"nbgrader generate_feedback {ASSIGNMENT}")
+    released = page(on_time).read_bytes()
+    assert page(late).exists()
+
+    due = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    ok(f'nbgrader db assignment add {ASSIGNMENT} --duedate="{due}"')  # as the README says, with today's date
+    time.sleep(1.5)
+    wrong = next(a for a in classroom.load_corpus(ASSIGNMENT) if a.id == "to_device_forgot_assignment")
+    submit(late, [wrong])
+    skipped = ok(f"nbgrader collect {ASSIGNMENT}")  # what the README used to say: the resubmission stays out
+    assert "--update" in skipped, skipped
+
+    for line in readme_steps("### Late work and regrades"):
+        done = run(line, course, exchange)
+        output = done.stdout + done.stderr
+        if line.startswith("nbgrader generate_feedback"):
+            # the late student's written answer waits for review again: their feedback only is held back
+            assert done.returncode != 0 and shows(output, "feedback_ungraded") and late in output, output
+            continue
+        assert done.returncode == 0, f"{line}:\n{output}"
+        if line.startswith("course grade"):
+            assert "Graded 1 submission(s)" in output, output
+            assert shows(output, "grade_unchanged"), output
+        if line.startswith(("course grade", "course status")):
+            late_lines = [shown for shown in output.splitlines() if "min after its due date" in shown]
+            assert shows(output, "status_late") and len(late_lines) == 1 and late_lines[0].startswith(late), output
+    assert classroom.scores(course, ASSIGNMENT)[late]["test_to_device"] == 0
+    assert classroom.scores(course, ASSIGNMENT)[on_time]["test_to_device"] > 0
+    assert hand_grade(course, on_time) == (1, False)  # kept, as the formgrader left it
+    assert page(on_time).read_bytes() == released and not page(late).exists()
+
+    approve_hand_grades(course, {late: 2})
+    ok(f"nbgrader generate_feedback {ASSIGNMENT}")
+    assert page(late).exists() and page(on_time).read_bytes() == released
+
+    # a regrade after changing the tests: no old page survives it
+    graded = ok(f"course grade {ASSIGNMENT} --force")
+    assert "Graded 2 submission(s)" in graded, graded
+    assert not page(on_time).exists() and not page(late).exists()
+    approve_hand_grades(course, {on_time: 1, late: 2})
+    ok(f"nbgrader generate_feedback {ASSIGNMENT}")
+    assert page(on_time).exists() and page(late).exists()
 
 
 def assert_release_unchanged(course: Path):

@@ -127,7 +127,8 @@ def test_with_a_roster_a_student_not_on_it_is_not_graded(course, tmp_path):
     classroom.nbgrader(root, "db", "student", "import", "roster.csv")
     done = course("grade", ASSIGNMENT, "--root", root, timeout=300)
     assert fingerprint("not_on_roster").en in done.stdout and fingerprint("not_on_roster").zh in done.stdout
-    assert "! mallory: not graded" in done.stdout, done.stdout
+    # named once, and never sent to nbgrader, which would refuse it with a traceback (issue 43)
+    assert done.stdout.count("mallory") == 2 and "Traceback" not in done.stdout, done.stdout
     assert set(classroom.scores(root, ASSIGNMENT)) == {"solution"}
 
 
@@ -157,7 +158,7 @@ def test_kernels_come_from_the_fork_server_unless_told_otherwise(probe_class, co
 
 def test_not_a_course_folder_is_an_error(tmp_path, course):
     done = course("grade", ASSIGNMENT, "--root", tmp_path)
-    assert done.returncode == 2 and "is not a course folder" in done.stdout and "不是包含" in done.stdout
+    assert done.returncode == 2 and shows(done.stdout, "not_a_course_folder"), done.stdout
 
 
 def _job(task):
@@ -262,7 +263,7 @@ def parent_of(pid) -> int:
         return int(next(line for line in status if line.startswith("PPid:")).split()[1])
 
 
-def test_the_terminal_gets_each_warning_of_a_log_shortened_and_without_escape_sequences():
+def test_the_terminal_gets_each_warning_of_a_log_shortened_with_escape_sequences_shown():
     from course.grade import SHOWN_LINES, warnings_in
 
     kernel_lines = "\n".join(f"  kernel> line {i}" for i in range(30))
@@ -276,6 +277,6 @@ def test_the_terminal_gets_each_warning_of_a_log_shortened_and_without_escape_se
     assert [w.splitlines()[0] for w in shown] == [
         "[AutogradeApp | WARNING] Attribute 'checksum' for cell test_x has changed!",
         "[AutogradeApp | WARNING] Kernel output (sandbox /s, exit status 1):",
-        "[AutogradeApp | ERROR] Kernel died while waiting"]  # every regrade removes the old one: no news
+        "[AutogradeApp | ERROR] Kernel died \\x1b]52;c;cGF5bG9hZA==\\x07while waiting"]  # a regrade's removal: no news
     kernel = shown[1].splitlines()
     assert len(kernel) == SHOWN_LINES + 1 and kernel[-1].strip() == f"… ({31 - SHOWN_LINES} more)"

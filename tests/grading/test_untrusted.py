@@ -28,6 +28,7 @@ from nbformat.v4 import new_code_cell
 
 from autograder.messages import shows
 from course import classroom
+from course.terminal import CONTROL_BUT_LINES, OWN
 
 ASSIGNMENT = "a1_tensor_to"
 CASES = classroom.corpus("untrusted")["case"]
@@ -147,11 +148,12 @@ class Listener:
 
 def course_files(root: Path) -> dict:
     """Every file, folder and link under the course folder (.pyc included), except what the graders
-    themselves write there while grading (autograded/, the gradebook, `course grade`'s logs/)."""
+    themselves write there while grading (autograded/, the gradebook, `course grade`'s logs/, each graded
+    submission's diagnoses in attempts/)."""
     found = {}
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)
-        if relative.parts[0] in ("autograded", "logs") or relative.parts[0].startswith("gradebook.db"):
+        if relative.parts[0] in ("autograded", "logs", "attempts") or relative.parts[0].startswith("gradebook.db"):
             continue
         if path.is_symlink():
             found[str(relative)] = f"link to {os.readlink(path)}"
@@ -262,6 +264,22 @@ def test_broken_files_are_reported_and_earn_nothing(graded, grader, case):
     course, scores, log, _ = graded
     assert case["id"] not in scores
     assert NOT_GRADED[grader].format(case["id"]) in log
+
+
+def test_nothing_a_submission_writes_reaches_the_terminal_raw(graded, grader):
+    """The terminal-escapes cases write the instructor's clipboard (OSC 52), clear the screen, reorder text
+    and forge lines of both graders, in a file name and in what the kernel prints. Each grader shows them
+    visibly (`\\x1b`), obeys none, and with `course grade` every line is either its own (it starts with
+    OWN) or quoted after a student's name, so a forged line cannot pass for one of its own."""
+    log = graded.log
+    assert not CONTROL_BUT_LINES.search(log), sorted({repr(found) for found in CONTROL_BUT_LINES.findall(log)})
+    assert "x\\x1b]52;c;cm0gLXJmIH4K\\x07" in log  # the file name, shown
+    if grader == "course grade":
+        students = "|".join(re.escape(c["id"]) for c in CASES + [{"id": s} for s in CONTROLS])
+        foreign = [line for line in log.splitlines()
+                   if line and not line.startswith(OWN) and not re.match(f"    ({students}): ", line)]
+        assert foreign == [], foreign[:10]
+        assert "    terminal-escapes-in-the-output:       kernel> \\x1b]52;c;" in log  # what the kernel wrote
 
 
 CHECKSUM_CHANGED = "[AutogradeApp | WARNING] Attribute 'checksum' for cell test_to_device has changed!"

@@ -297,6 +297,23 @@ def test_the_kernels_own_error_costs_the_cell_even_when_the_verdict_passed():
     assert [o.output_type for o in outputs] == ["error"] and shows(outputs[0].evalue, "own_run_failed")
 
 
+def test_a_diagnostic_the_kernels_own_run_also_raised_is_shown_once():
+    """The visible test failed in the kernel as the grader's check did: the feedback page showed the same
+    diagnostic twice, under a note that the grader's calls had passed (issue 43)."""
+    diagnostic = "to_device(x, 'meta'): expected a tensor on meta.\nto_device(x, 'meta')：期望张量位于 meta。"
+    record = {"passed": False, "key": "wrong_device", "message": diagnostic}
+    (output,) = decided_outputs(record, f"AssertionError: {diagnostic}")
+    assert output.output_type == "error" and output.evalue == diagnostic
+
+
+def test_another_error_of_the_kernel_comes_with_a_note_that_does_not_say_the_grader_passed():
+    record = {"passed": False, "key": "wrong_device", "message": "to_device(x, 'meta'): expected a tensor on meta."}
+    verdict, own = decided_outputs(record, "NameError: name 'x' is not defined")
+    assert verdict.evalue == record["message"]
+    assert shows(own.evalue, "own_run_failed_too") and not shows(own.evalue, "own_run_failed")
+    assert own.evalue.endswith("NameError: name 'x' is not defined")
+
+
 def test_a_missing_record_earns_nothing():
     (output,) = decided_outputs(None, None)
     assert output.output_type == "error" and shows(output.evalue, "verdict_missing")

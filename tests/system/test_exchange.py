@@ -16,7 +16,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import BIN, with_bin_on_path
+from conftest import BIN, readme_steps, with_bin_on_path
 
 import unix_users
 from autograder.messages import shows
@@ -249,3 +249,50 @@ def test_students_cannot_read_the_course_folder_or_a_classmates_home(lifecycle):
         assert not m.can_read("alice", path), f"alice can read / alice 可以读取 {path}"
     for folder in [m.course, m.course / "submitted", bob_home]:
         assert not m.can_list("alice", folder), f"alice can list / alice 可以列出 {folder}"
+
+
+def test_the_set_up_makes_the_instructors_home_private(tmp_path):
+    """A new user's home is 0755 on most distributions: before issue 43 every student could read what the
+    instructor kept there (a checkout with the solutions, exported grades). Checked as the users."""
+    unix_users.require_root()
+    top = unix_users.world_readable_folder("course-homes-")
+    try:
+        (top / "homes").mkdir(mode=0o755)
+        with unix_users.users(["teacher", "alice"], top / "homes") as users:
+            home = unix_users.home_of(users["teacher"])
+            home.chmod(0o755)
+            kept = home / "grades.csv"
+            kept.write_text("alice,12\n")
+            kept.chmod(0o644)
+            done = subprocess.run([ROOT / "deploy" / "exchange" / "setup-exchange.sh", users["teacher"], users["alice"]],
+                                  capture_output=True, text=True,
+                                  env={**os.environ, "EXCHANGE_ROOT": str(top / "exchange"),
+                                       "JUPYTER_SYSTEM_CONFIG": str(top / "etc-jupyter")})
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert home.stat().st_mode & 0o777 == 0o700
+            read = unix_users.run_as(users["alice"], ["cat", kept], cwd=Path("/"))
+            assert read.returncode != 0 and "alice,12" not in read.stdout, read.stdout
+            mine = unix_users.run_as(users["teacher"], ["cat", kept], cwd=Path("/"))
+            assert mine.returncode == 0 and "alice,12" in mine.stdout, mine.stderr
+    finally:
+        subprocess.run(["rm", "-rf", str(top)])
+
+
+def test_the_instructors_readme_commands_run_from_the_shared_install_with_nothing_to_activate(lifecycle):
+    """On the shared machine there is no .venv (issue 43: the README's block began by activating one): the
+    instructor's `course` and `nbgrader` come from the shared install, on a login shell's PATH, in the
+    course folder."""
+    m = lifecycle
+    steps = readme_steps("### Instructors")
+    assert not any(line.startswith(("source", "make", ".")) for line in steps), steps
+    profile = m.top / "profile.d" / "torch-to.sh"  # what a login shell reads from /etc/profile.d
+    for line in [f"course status {ASSIGNMENT}", f"course grade {ASSIGNMENT}", "nbgrader export"]:
+        assert line in steps
+        done = subprocess.run(["sh", "-c", f'. "{profile}"; command -v {line.split()[0]}; exec {line}'],
+                              cwd=m.course, capture_output=True, text=True, timeout=600,
+                              env={"HOME": os.environ.get("HOME", "/root"), "PATH": "/usr/bin:/bin",
+                                   "JUPYTER_CONFIG_PATH": str(m.config_dir),
+                                   **({"COURSE_NO_SANDBOX": "1"} if sandbox.problem() else {})})
+        output = done.stdout + done.stderr
+        assert done.returncode == 0, f"{line}:\n{output}"
+        assert output.startswith(str(m.prefix / "bin")), output  # the shared install's command, not the checkout's

@@ -91,6 +91,13 @@ def hub():
             env = {"JUPYTER_CONFIG_PATH": str(config_dir),  # stands in for /etc/jupyter
                    "PATH": f"{python.parent}:/usr/local/bin:/usr/bin:/bin"}  # the course environment's commands
             release(teacher, python, env)
+            # every server starts in its user's login shell: what /etc/profile.d/torch-to.sh (make shared-install)
+            # does there, the course environment on PATH; and the student's choice of 繁體, in her ~/.profile
+            for user, profile in [(teacher, ""), (student, "export COURSE_CHINESE=zh-hant\n")]:
+                profile = f'PATH="{python.parent}:$PATH"; export PATH\n' + profile
+                done = unix_users.run_as(user, ["sh", "-c", f"printf %s {shlex.quote(profile)} >> ~/.profile"],
+                                         cwd=unix_users.home_of(user))
+                assert done.returncode == 0, done.stderr
             token, port = secrets.token_hex(16), free_port()
             (top / "jupyterhub_config.py").write_text(f"""
 c = get_config()
@@ -229,3 +236,25 @@ def disabled_lab_extensions(hub, user) -> list[str]:
     assert page.status_code == 200, page.text
     data = re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', page.text, re.S)
     return json.loads(data.group(1)).get("disabledExtensions", [])
+
+
+def server_environment(user) -> dict:
+    """The environment of `user`'s single-user server process, as the kernel it starts inherits it."""
+    import pwd
+
+    uid = pwd.getpwnam(user).pw_uid
+    for process in Path("/proc").glob("[0-9]*"):
+        try:
+            if process.stat().st_uid == uid and b"jupyterhub.singleuser" in (process / "cmdline").read_bytes():
+                pairs = (process / "environ").read_bytes().split(b"\0")
+                return dict(pair.decode().split("=", 1) for pair in pairs if b"=" in pair)
+        except OSError:
+            continue
+    pytest.fail(f"no server process of {user} / 找不到 {user} 的服务器进程")
+
+
+def test_a_students_chinese_choice_reaches_her_server(servers):
+    """A 繁體 student sets COURSE_CHINESE=zh-hant in ~/.profile; the hub starts her server in her login shell,
+    so every message of her kernels is 繁體 (issue 43: it stayed 简体). Others keep the default."""
+    assert server_environment(servers.users["student"]).get("COURSE_CHINESE") == "zh-hant"
+    assert "COURSE_CHINESE" not in server_environment(servers.users["teacher"])

@@ -5,6 +5,7 @@ catalogue points to, and a page that stays inert with a hostile student id.
 import csv
 import html
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -73,9 +74,16 @@ def test_every_section_the_catalogue_points_to_is_a_heading_of_its_lesson_in_bot
     for key, where in insights.teaches().items():
         assert key in catalogue(), key
         assert (classroom.ROOT / "notebooks" / f"{where['lesson']}.ipynb").exists(), where
+        assert where["section_zh"] == insights.chinese_heading(where["lesson"], where["section"]), (key, where)
+        assert re.search(r"[\u4e00-\u9fff]", where["section_zh"]), where
+
+
+def test_sections_are_bilingual_where_the_lessons_are_not_installed(monkeypatch, tmp_path):
+    """The shared install (deploy/exchange/install-shared.sh) has the package, not notebooks/ (issue 43)."""
+    monkeypatch.setattr(insights, "LESSONS", tmp_path / "no-lessons-here")
+    for key in insights.teaches():
         found = insights.section(key, None)
-        assert found["en"] == where["section"] and found["zh"], (key, where)
-        assert re.search(r"[\u4e00-\u9fff]", found["zh"]), found
+        assert found["zh"] and re.search(r"[\u4e00-\u9fff]", found["zh"]), (key, found)
 
 
 def test_every_diagnostic_of_the_corpora_is_either_generic_or_taught_somewhere():
@@ -98,3 +106,65 @@ def test_the_page_escapes_student_ids_and_runs_no_script(tmp_path):
                       "message_key": "forgot_assignment", "hint_key": "", "students": "1", "share": "0.50",
                       "lesson": "02_tensor_to", "section": "Out-of-place: the result must be assigned",
                       "student_ids": hostile}]
+
+
+def test_the_summary_ranks_misconceptions_by_the_points_they_cost_the_whole_class():
+    """A teacher's Monday (issue 43): the three misconceptions that cost the most points over every exercise,
+    each with its lesson section; an unanswered exercise is not a misconception."""
+    def exercise(grade_id, points, causes):
+        found = insights.Exercise(grade_id, points, graded=["a", "b", "c", "d"])
+        for cause, students in causes.items():
+            found.causes[cause] = students
+            found.lost.update({student: points for student in students})
+        return found
+
+    exercises = [
+        exercise("test_to_device", 2, {("forgot_assignment", None): ["a", "b"], ("not_answered", None): ["c", "d"]}),
+        exercise("test_match", 3, {("forgot_assignment", None): ["c"], ("device_mismatch", None): ["a", "b"]}),
+        exercise("test_pick_device", 1, {("wrong_device_type", "device_hint_order"): ["a"],
+                                         ("not_a_device", None): ["b", "c", "d"]}),
+    ]
+    ranked = insights.costliest(exercises)
+    assert [(m.key, m.points, sorted(m.students)) for m in ranked] == [
+        ("forgot_assignment", 7, ["a", "b", "c"]), ("device_mismatch", 6, ["a", "b"]), ("not_a_device", 3, ["b", "c", "d"])]
+    assert ranked[0].exercises == ["test_to_device", "test_match"]
+    shown = insights.class_summary(exercises)
+    assert shown.index("<b>7 points") < shown.index("<b>6 points") < shown.index("<b>3 points")
+    where = insights.section("forgot_assignment", None)
+    assert where["en"] in shown and where["zh"] in shown and "7 points" in shown and "3 of 4 students" in shown
+    assert "not_answered" not in shown and "优先重讲" in shown
+
+
+def test_the_page_starts_with_the_summary(tmp_path):
+    exercise = insights.Exercise("test_to_device", 2, graded=["a"])
+    exercise.causes[("forgot_assignment", None)] = ["a"]
+    exercise.lost["a"] = 2
+    shown = insights.write_html("a1_tensor_to", [exercise], tmp_path / "a1.html").read_text("utf-8")
+    assert shown.index('id="summary"') < shown.index("<svg")
+
+
+def test_a_students_first_attempt_is_kept_apart_from_the_latest(tmp_path):
+    """A resubmission replaces the autograded notebook; the grader's attempts/ file keeps the first one's
+    mistakes (issue 43), and the page shows them apart from the counts of the latest attempts."""
+    import json
+
+    def record(student, attempts):
+        path = Path(insights.attempts_file(tmp_path, "a1_tensor_to", student))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(attempts), "utf-8")
+
+    record("ann", {"2026-03-01 10:00:00": {"a1_tensor_to": {"test_to_device": {"key": "forgot_assignment"},
+                                                            "test_match": {}}},
+                   "2026-03-02 09:00:00": {"a1_tensor_to": {"test_to_device": {}, "test_match": {}}}})
+    record("bo", {"2026-03-01 11:00:00": {"a1_tensor_to": {"test_to_device": {"key": "forgot_assignment"}}}})
+    record("cy", {"2026-03-03 08:00:00": {"a1_tensor_to": {"test_match": {"key": "device_mismatch"}}},
+                  "2026-03-01 08:00:00": {"a1_tensor_to": {"test_match": {"key": "not_a_device", "hint": "made_up"}}}})
+    found = insights.first_attempts(tmp_path, "a1_tensor_to")
+    assert [(a.student, a.grade_id, a.key, a.hint, a.now) for a in found] == [
+        ("ann", "test_to_device", "forgot_assignment", None, {}),
+        ("cy", "test_match", "not_a_device", None, {"key": "device_mismatch"})]  # bo submitted once
+    shown = insights.first_attempts_html(found)
+    assert "<td>ann</td>" in shown and "✓ all points" in shown and "device_mismatch" in shown and "<td>bo</td>" not in shown
+    assert "第一次提交" in shown
+    page = insights.write_html("a1_tensor_to", [], tmp_path / "a1.html", found).read_text("utf-8")
+    assert 'id="first-attempts"' in page

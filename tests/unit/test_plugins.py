@@ -192,13 +192,151 @@ def test_the_course_configuration_runs_nbgraders_pipelines_with_the_courses_step
     replaced = {"course.plugins.autograde.OverwriteCellsQuietly": "OverwriteCells",
                 "course.plugins.autograde.SafeExecute": "Execute"}
     added = {"course.plugins.autograde.DropMalformedMetadata", "course.plugins.autograde.ForgetUnknownCells",
-             "course.plugins.autograde.ViewedAsReleased", "course.plugins.autograde.DecideGrades"}
-    for trait, steps in [("sanitize_preprocessors", ["DropMalformedMetadata", "DeduplicateIds", "ForgetUnknownCells",
-                                                     "ViewedAsReleased", "OverwriteCellsQuietly"]),
-                         ("autograde_preprocessors", ["SafeExecute", "DecideGrades", "SaveAutoGrades"])]:
+             "course.plugins.autograde.ViewedAsReleased", "course.plugins.autograde.DecideGrades",
+             "course.plugins.autograde.ForgetStaleFeedback", "course.plugins.autograde.RememberAttempts"}
+    for trait, steps in [("sanitize_preprocessors", ["ForgetStaleFeedback", "DropMalformedMetadata", "DeduplicateIds",
+                                                     "ForgetUnknownCells", "ViewedAsReleased", "OverwriteCellsQuietly"]),
+                         ("autograde_preprocessors", ["SafeExecute", "DecideGrades", "SaveAutoGrades",
+                                                      "RememberAttempts"])]:
         pipeline = configured[trait]
         names = [step if isinstance(step, str) else step.__name__ for step in pipeline]
         nbgraders = [step.__name__ for step in Autograde.class_traits()[trait].default()]
         assert [replaced.get(n, n) for n in names if n not in added] == nbgraders, names
         shown = [n.rpartition(".")[2] for n in names]
         assert [n for n in shown if n in steps] == steps, shown
+
+
+OVER_THE_PAGE = "position:fixed;top:0;left:0;width:100vw;height:100vh"
+
+
+def test_an_outputs_metadata_keeps_only_numbers_for_sizes_a_flag_and_a_text():
+    from course.plugins.pages import SanitizeSubmission
+
+    image = new_output("display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "x"}, metadata={
+        "image/png": {"width": f"1 style={OVER_THE_PAGE}", "height": 40, "unconfined": "yes", "alt": "a plot"},
+        "width": "50", "height": float("nan"), "filenames": {"image/png": "http://evil.invalid/x.png"},
+        "text/html": {"isolated": True}})
+    notebook = new_notebook(cells=[new_code_cell("plot()", outputs=[image])])
+    SanitizeSubmission().preprocess(notebook, {})
+    assert notebook.cells[0].outputs[0].metadata == {
+        "image/png": {"height": 40, "alt": "a plot"}, "width": "50", "text/html": {}}
+
+
+@pytest.mark.parametrize("markdown, kept, dropped", [
+    ("![plot](http://evil.invalid/p.png)", '<img alt="plot"', "evil.invalid"),
+    ("[log in](http://evil.invalid/login)", '<a href="http://evil.invalid/login">log in</a>', None),
+    ("[run](javascript:alert(1)) [page](data:text/html,x)", "<a>run</a> <a>page</a>", "alert"),
+    (f'<div style="{OVER_THE_PAGE}" class="navbar-fixed-top">100 / 100</div>', "<div>100 / 100</div>", "fixed"),
+    ("<style>@import url(http://evil.invalid/x.css)</style>", "&lt;style&gt;", "<style>"),
+    ("<base href='http://evil.invalid/'><meta http-equiv='refresh' content='0'>", "&lt;base", "<meta"),
+    ("<form action='http://evil.invalid/'><input type='password'></form>", "&lt;form", "<input"),
+    ("| a | b |\n|:-|-:|\n| 1 | 2 |", '<td style="text-align:right;">2</td>', None),
+    ("```python\nimport torch\n```", '<span class="kn">import</span>', None),
+    ("# Notes", '<h1 id="Notes">Notes<a class="anchor-link" href="#Notes">', None),
+])
+def test_what_markdown_makes_of_a_submission_keeps_no_way_over_or_off_the_page(markdown, kept, dropped):
+    from course.plugins.pages import markdown2html
+
+    html = markdown2html({"cell": {}, "resources": {}}, markdown)
+    assert kept in html, html
+    assert dropped is None or dropped not in html, html
+
+
+def test_grading_a_submission_again_removes_its_old_feedback_only(tmp_path):
+    """generate_feedback skips feedback as new as the submission's timestamp, which a regrade keeps: the old
+    page would go out with `release_feedback` (issue 43). Grading removes it; other students' stay."""
+    from traitlets.config import Config
+
+    from course.plugins.autograde import ForgetStaleFeedback
+
+    for student in ("ann", "bob"):
+        (tmp_path / "feedback" / student / "a1").mkdir(parents=True)
+        (tmp_path / "feedback" / student / "a1" / "a1.html").write_text("old points")
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+    resources = {"nbgrader": {"student": "ann", "assignment": "a1", "notebook": "a1"}}
+    ForgetStaleFeedback(config=config).preprocess(new_notebook(), resources)
+    assert not (tmp_path / "feedback" / "ann" / "a1").exists()
+    assert (tmp_path / "feedback" / "bob" / "a1" / "a1.html").read_text() == "old points"
+    ForgetStaleFeedback(config=config).preprocess(new_notebook(), resources)  # nothing there: nothing to do
+
+
+def test_status_names_the_submissions_late_by_the_gradebooks_due_date(gradebook, capsys):
+    """`nbgrader collect --update` brings a late resubmission in; `course grade` and `course status` say who
+    is late by the due date nbgrader's gradebook holds (issue 43)."""
+    from datetime import datetime
+
+    from course.gradebook import print_late
+
+    print_late(gradebook, "a1")  # no due date: nobody is late
+    assert capsys.readouterr().out == ""
+    with Gradebook(gradebook) as book:
+        book.update_or_create_assignment("a1", duedate=datetime(2026, 3, 1, 12, 0))
+        book.add_student("bo")
+        book.add_submission("a1", "bo", timestamp=datetime(2026, 3, 1, 13, 30, 5))
+        book.find_submission("a1", "ada").timestamp = datetime(2026, 3, 1, 11, 0)
+        book.db.commit()
+    print_late(gradebook, "a1")
+    shown = capsys.readouterr().out
+    assert shows(shown, "status_late") and "bo: " in shown and "91 min" in shown and "2026-03-01 12:00" in shown, shown
+    assert "ada" not in shown, shown
+
+
+def test_every_graded_submission_leaves_its_diagnoses_by_submission_time(gradebook, tmp_path):
+    """`course insights` shows a student's first attempt after a resubmission replaced it in autograded/
+    (issue 43): the grader keeps each submission's diagnoses in attempts/, a regrade replacing its own entry."""
+    import json
+    from datetime import datetime
+
+    from traitlets.config import Config
+
+    from course.plugins.autograde import DIAGNOSIS, RememberAttempts, attempts_file
+
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+
+    def graded(diagnosis, when):
+        with Gradebook(gradebook) as book:
+            book.find_submission("a1", "ada").timestamp = when
+            book.db.commit()
+        cell = graded_cell("assert True", "test_move")
+        cell.metadata[DIAGNOSIS] = diagnosis
+        RememberAttempts(config=config).preprocess(new_notebook(cells=[cell, new_markdown_cell("x")]), resources(gradebook))
+
+    graded({"key": "forgot_assignment"}, datetime(2026, 3, 1, 10, 0))
+    graded({"key": "wrong_device"}, datetime(2026, 3, 1, 10, 0))  # the same submission regraded: replaced
+    graded({}, datetime(2026, 3, 2, 9, 0))                         # a resubmission: kept beside it
+    kept = json.loads(open(attempts_file(tmp_path, "a1", "ada"), encoding="utf-8").read())
+    assert kept == {"2026-03-01 10:00:00": {"nb": {"test_move": {"key": "wrong_device"}}},
+                    "2026-03-02 09:00:00": {"nb": {"test_move": {}}}}
+
+
+def test_feedback_is_in_the_chinese_form_the_roster_names_for_the_student(tmp_path):
+    """A 繁體 student's feedback (issue 43): her roster row says chinese=zh-hant; the instructor's prose, the test
+    cells and the grader's messages are converted, her own answers are left as she wrote them."""
+    from traitlets.config import Config
+
+    from autograder.messages import catalogue, text
+    from course.plugins.feedback import StudentsChinese
+
+    (tmp_path / "roster.csv").write_text("id,first_name,last_name,email,chinese\nmei,Mei,Lin,,zh-hant\nli,Li,Wang,,\n",
+                                         encoding="utf-8")
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+    diagnostic = text("verdict_missing")
+
+    def page(student):
+        prose = new_markdown_cell("请把结果赋值给变量。")
+        answer = graded_cell("x = 1  # 我的答案：设备", "answer", solution=True)
+        test = graded_cell("# 隐藏测试已在此运行", "test_move")
+        test.outputs = [new_output("error", ename="AssertionError", evalue=str(diagnostic), traceback=[str(diagnostic)])]
+        nb, _ = StudentsChinese(config=config).preprocess(new_notebook(cells=[prose, answer, test]), resources(student=student))
+        return nb.cells
+
+    prose, answer, test = page("mei")
+    assert test.outputs[0].evalue == f"{diagnostic.en}\n{catalogue()['verdict_missing']['zh-hant']}"
+    assert test.outputs[0].traceback == [test.outputs[0].evalue]
+    assert prose.source == "請把結果賦值給變數。" and test.source == "# 隱藏測試已在此執行"
+    assert answer.source == "x = 1  # 我的答案：设备"  # as submitted
+    assert [cell.source for cell in page("li")] == ["请把结果赋值给变量。", "x = 1  # 我的答案：设备", "# 隐藏测试已在此运行"]
+    assert [cell.source for cell in page("someone-not-on-the-roster")][0] == "请把结果赋值给变量。"

@@ -111,3 +111,21 @@ def test_every_environment_variable_the_course_reads_is_in_the_readme_table():
         table = readme.split(heading, 1)[1].split("###", 1)[0]
         listed = set(re.findall(r"`(COURSE_[A-Z_]+)`", table))
         assert listed == read, f"{heading}: not listed / 未列出 {sorted(read - listed)}, not read / 未读取 {sorted(listed - read)}"
+
+
+def test_make_clean_removes_only_what_make_built(tmp_path):
+    """A course folder holds the class (gradebook.db, submissions, autograded notebooks, feedback, logs):
+    `make clean` there must never delete them, only build/ (issue 43: it once removed all of them)."""
+    import shutil
+    import subprocess
+
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    kept = ["gradebook.db", "roster.csv", "submitted/ann/a1/a1.ipynb", "autograded/ann/a1/a1.ipynb",
+            "feedback/ann/a1/a1.html", "logs/a1/ann.log", "insights/a1.html", "release/a1/a1.ipynb"]
+    for name in kept + ["build/demo/x"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+    done = subprocess.run(["make", "--no-print-directory", "clean"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (tmp_path / "build").exists()
+    assert [name for name in kept if not (tmp_path / name).exists()] == []

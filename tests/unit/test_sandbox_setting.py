@@ -48,8 +48,8 @@ def test_course_grade_no_sandbox_passes_the_setting_down_not_through_the_environ
 
     monkeypatch.setattr(grade_module, "grade", grade)
     monkeypatch.setattr(grade_command, "registered", lambda *a: True)
-    monkeypatch.setattr(grade_command, "warn_not_on_roster", lambda *a: None)
     monkeypatch.setattr(grade_command, "print_hand_grading", lambda *a: None)
+    monkeypatch.setattr(grade_command, "print_late", lambda *a: None)
     assert cli.main(["grade", "a1", "--root", str(tmp_path), "--no-sandbox"]) == 0
     assert not sandbox.enabled(passed[0])
     assert sandbox.NO_SANDBOX_VARIABLE not in os.environ

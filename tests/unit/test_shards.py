@@ -1,6 +1,8 @@
 """`course grade --shard I/N` splits a class so that every student is graded exactly once, stably; `course
 merge` brings the shards' autograded/ folders back (README, "Beyond one machine"). The real thing, two
 concurrent shards into PostgreSQL, is tests/system/test_postgres.py."""
+from pathlib import Path
+
 import pytest
 
 from autograder.messages import shows
@@ -91,3 +93,27 @@ def test_a_student_graded_in_two_shards_stops_the_merge(tmp_path, capsys):
     assert f"alice was graded in two shard folders, {one} and {two}" in shown
     assert f"alice 在两个分片目录中都被评分了：{one} 和 {two}" in shown
     assert not (course / "autograded").exists()  # nothing half-merged
+
+
+def test_merge_brings_each_students_graded_attempts_too(tmp_path, capsys):
+    """`course insights` shows a resubmitting student's first attempt from attempts/ (issue 43): a shard's
+    record joins the course folder's, the shard's entry winning for the same submission."""
+    import json
+
+    from course.plugins.autograde import attempts_file
+
+    course, one = tmp_path / "course", tmp_path / "shard-1"
+    graded(one, "alice", "one")
+
+    def record(root, attempts):
+        path = Path(attempts_file(root, ASSIGNMENT, "alice"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(attempts))
+        return path
+
+    kept = record(course, {"2026-03-01 10:00:00": {"nb": {"test_a": {"key": "forgot_assignment"}}},
+                           "2026-03-02 10:00:00": {"nb": {"test_a": {"key": "stale"}}}})
+    record(one, {"2026-03-02 10:00:00": {"nb": {"test_a": {}}}})
+    assert main(["merge", ASSIGNMENT, str(one), "--root", str(course)]) == 0
+    assert json.loads(kept.read_text()) == {"2026-03-01 10:00:00": {"nb": {"test_a": {"key": "forgot_assignment"}}},
+                                            "2026-03-02 10:00:00": {"nb": {"test_a": {}}}}

@@ -1,0 +1,131 @@
+"""`nbgrader collect` for an exchange that every student can write (README, "A class on one shared machine").
+
+nbgrader's exchange lets every user create folders in inbound/, and its collect trusts them: it reads the
+student id from the folder's name (so `nbgrader submit --CourseDirectory.student_id=VICTIM` replaces a
+classmate's submission, with a warning only) and copies with `shutil.copytree`, which follows symbolic
+links (so a link in a submission brings back any file the instructor can read: the hidden tests, a
+classmate's work, the gradebook). CollectOwnRegularFiles, configured as nbgrader's collect exchange
+class (`ExchangeFactory.collect` in nbgrader_config.py), keeps nbgrader's collect and changes two things:
+
+- a submission counts only when it is a real folder owned by the Unix user its name claims; any other is
+  refused with an error, and the claimed student's own newest submission is collected instead;
+- only regular files that the submitter owns are copied, never through a link (each file and folder is
+  opened relative to its folder, refusing links, so swapping a file for a link mid-copy does not help);
+  everything else (links, pipes, devices, another user's files: hard links to them) is left behind, with a
+  warning that names it, and the rest of the submission is collected.
+
+`--ExchangeCollect.check_owner=False` (nbgrader's own switch) turns the ownership rule off, for exchanges
+where files do not belong to their students' Unix users; regular files alone are copied either way.
+"""
+import os
+import pwd
+import stat
+
+from nbgrader.exchange.default import ExchangeCollect
+from nbgrader.utils import ignore_patterns
+
+from autograder.messages import message
+
+from ..terminal import visible
+
+
+class CollectOwnRegularFiles(ExchangeCollect):
+    """nbgrader's collect, for submissions whose owner is their student, of regular files only."""
+
+    def init_src(self):
+        self.impostors = []  # submissions not owned by the student their name claims (_path_to_record)
+        super().init_src()
+
+    def _path_to_record(self, path):
+        record = super()._path_to_record(path)
+        info = os.lstat(path)
+        record["owner"] = user_name(info.st_uid)
+        record["genuine"] = not self.check_owner or (
+            stat.S_ISDIR(info.st_mode) and record["owner"] == record["username"])
+        if not record["genuine"]:
+            self.impostors.append(record)
+        return record
+
+    def _sort_by_timestamp(self, records):
+        # nbgrader collects the first record of each student: their newest genuine submission, if any
+        return sorted(records, key=lambda record: (record["genuine"], record["timestamp"]), reverse=True)
+
+    def copy_files(self):
+        for record in self.impostors:
+            self.log.error(message("collect_not_owner", submission=visible(record["filename"]),
+                                   student=visible(record["username"]), owner=visible(record["owner"])))
+        self.src_records = [record for record in self.src_records if record["genuine"]]
+        super().copy_files()
+
+    def do_copy(self, src, dest, log=None):
+        ignored = ignore_patterns(exclude=self.coursedir.ignore, include=self.coursedir.include,
+                                  max_file_size=self.coursedir.max_file_size, log=self.log)
+        owner = os.lstat(src).st_uid if self.check_owner else None
+        left = copy_regular_files(src, dest, owner, ignored, group_shared=self.coursedir.groupshared)
+        for path in left:
+            self.log.warning(message("collect_not_regular", submission=visible(os.path.basename(src)),
+                                     path=visible(path)))
+
+
+def user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def copy_regular_files(src, dest, owner, ignored, group_shared=False) -> list[str]:
+    """Copy folder `src` to a new folder `dest`: its folders and regular files (of Unix user `owner`,
+    unless None), never following a link. Returns what was left behind, as paths relative to `src`.
+    `ignored(folder, names)` names what not to copy at all (nbgrader's ignore_patterns)."""
+    left = []
+    folder = os.open(src, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        _copy_folder(folder, src, dest, "", owner, ignored, left, group_shared)
+    finally:
+        os.close(folder)
+    return left
+
+
+# opened files and folders: never through a link, and a pipe does not block the open
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+
+
+def _copy_folder(folder, src, dest, relative, owner, ignored, left, group_shared):
+    os.mkdir(dest)
+    os.chmod(dest, 0o2770 if group_shared else 0o755)
+    with os.scandir(folder) as scanned:  # entries of the open folder: a renamed path cannot redirect it
+        entries = list(scanned)
+    skip = set(ignored(os.path.join(src, relative), [entry.name for entry in entries]))
+    for entry in sorted(entries, key=lambda e: e.name):
+        if entry.name in skip:
+            continue
+        path = os.path.join(relative, entry.name)
+        info = entry.stat(follow_symlinks=False)
+        is_folder = stat.S_ISDIR(info.st_mode)
+        if not (is_folder or stat.S_ISREG(info.st_mode)) or (owner is not None and info.st_uid != owner):
+            left.append(path)
+            continue
+        try:
+            opened = os.open(entry.name, _OPEN | (os.O_DIRECTORY if is_folder else 0), dir_fd=folder)
+        except OSError:  # replaced by a link (or a pipe) since the listing, or unreadable
+            left.append(path)
+            continue
+        try:
+            now = os.fstat(opened)
+            if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):  # swapped since the listing
+                left.append(path)
+            elif is_folder:
+                _copy_folder(opened, src, os.path.join(dest, entry.name), path, owner, ignored, left, group_shared)
+            else:
+                _copy_file(opened, os.path.join(dest, entry.name), now.st_mode, group_shared)
+        finally:
+            os.close(opened)
+
+
+def _copy_file(source, target, mode, group_shared):
+    with os.fdopen(os.dup(source), "rb") as reading, open(target, "xb") as writing:
+        while chunk := reading.read(1 << 20):
+            writing.write(chunk)
+    permissions = stat.S_IMODE(mode) & 0o777 | 0o600  # no set-user-ID bit; readable by the instructor
+    os.chmod(target, permissions | 0o660 if group_shared else permissions)

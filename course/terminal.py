@@ -1,0 +1,74 @@
+"""Text from a submission on the instructor's terminal: shown, never obeyed.
+
+A file name, a student id (a folder's name), an output line or an error message can carry escape sequences
+(OSC 52 writes the clipboard, others move the cursor, retitle the window or hide what follows) and
+characters that reorder or break what is shown. `visible` writes each of them as its Python escape
+(`\\x1b`, `\\u202e`), so the instructor sees it and the terminal does nothing. VisibleLogFormatter does
+the same for every log line of nbgrader's commands; `course grade` starts each line of its own with OWN.
+"""
+import logging
+import re
+
+from tornado.log import LogFormatter
+
+# what a terminal acts on instead of showing: C0 controls (tab and newline too, unless lines are kept),
+# DEL, C1 controls, the Unicode line and paragraph separators, and the bidirectional embeddings,
+# overrides and isolates that reorder what follows them
+_CONTROL = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+CONTROL = re.compile(f"[\t\n{_CONTROL}]")
+CONTROL_BUT_LINES = re.compile(f"[{_CONTROL}]")
+
+
+def visible(text, keep_lines: bool = False) -> str:
+    """`text` with every control character written as its escape; `keep_lines` keeps newlines and tabs."""
+    pattern = CONTROL_BUT_LINES if keep_lines else CONTROL
+    return pattern.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
+class VisibleLogFormatter(LogFormatter):
+    """nbgrader's log formatter (tornado's: its colours, and every line after a record's first indented,
+    so that no line of a message starts like a record), with the control characters of each record's
+    message and traceback made visible. nbgrader_config.py makes it the console formatter of every nbgrader
+    command (`Application.logging_config`); `course grade` formats each student's log with it too."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        shown = logging.makeLogRecord(record.__dict__)  # other handlers still get the record as it was
+        shown.msg, shown.args = visible(record.getMessage(), keep_lines=True), None
+        if record.exc_info:
+            shown.exc_text = record.exc_text or self.formatException(record.exc_info)
+            shown.exc_info = None
+        if shown.exc_text:
+            shown.exc_text = visible(shown.exc_text, keep_lines=True)
+        if record.stack_info:
+            shown.stack_info = visible(record.stack_info, keep_lines=True)
+        return super().format(shown)
+
+
+# What starts every line `course grade` writes itself (its progress, its summary, its messages): a line of
+# a submission is always quoted after its student's name and an indent (`quoted`), so none starts with it.
+OWN = "course> "
+
+
+class OwnLines:
+    """A text stream that writes OWN at the start of every line written to it, onto `stream`."""
+
+    def __init__(self, stream):
+        self.stream, self.at_line_start = stream, True
+
+    def write(self, text: str) -> int:
+        for piece in re.split(r"(?<=\n)", text):
+            if piece and self.at_line_start:
+                self.stream.write(OWN)
+            if piece:
+                self.stream.write(piece)
+                self.at_line_start = piece.endswith("\n")
+        return len(text)
+
+    def flush(self):
+        self.stream.flush()
+
+
+def quoted(student: str, text: str) -> str:
+    """`text` from `student`'s submission (a warning of their grading log, say), one line per line, each
+    indented after the student's name: a line no submission can make look like one of `course grade`."""
+    return "\n".join(f"    {visible(student)}: {visible(line)}" for line in str(text).split("\n"))

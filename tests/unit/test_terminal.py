@@ -1,0 +1,79 @@
+"""What the graders print from a submission (course/terminal.py): control characters shown as escapes,
+never obeyed; a log record's later lines indented; `course grade`'s own lines marked, quoted lines not."""
+import io
+import logging
+
+import pytest
+
+from course.terminal import OWN, OwnLines, VisibleLogFormatter, quoted, visible
+
+OSC52 = "\x1b]52;c;cm0gLXJmIH4K\x07"  # writes the terminal's clipboard
+
+
+@pytest.mark.parametrize("raw, shown", [
+    (OSC52, "\\x1b]52;c;cm0gLXJmIH4K\\x07"),
+    ("a\rb\x9b31m\x7f", "a\\rb\\x9b31m\\x7f"),
+    ("right\u202eto left\u2066", "right\\u202eto left\\u2066"),
+    ("line\nnext\ttab", "line\\nnext\\ttab"),
+    ("学生 ✓ plain", "学生 ✓ plain"),
+])
+def test_control_characters_are_shown_as_escapes(raw, shown):
+    assert visible(raw) == shown
+
+
+def test_lines_and_tabs_can_be_kept():
+    assert visible(f"one\n\ttwo{OSC52}", keep_lines=True) == "one\n\ttwo\\x1b]52;c;cm0gLXJmIH4K\\x07"
+
+
+def formatted(record_message, *args, exc_info=None):
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(VisibleLogFormatter("[AutogradeApp | %(levelname)s] %(message)s", color=False))
+    logger = logging.getLogger(f"test-terminal-{id(stream)}")
+    logger.propagate = False
+    logger.addHandler(handler)
+    logger.warning(record_message, *args, exc_info=exc_info)
+    return stream.getvalue()
+
+
+def test_a_log_record_shows_its_messages_control_characters_and_indents_its_later_lines():
+    shown = formatted("Skipping unknown notebook: %s", f"x{OSC52}\n[AutogradeApp | WARNING] forged.ipynb")
+    assert shown == ("[AutogradeApp | WARNING] Skipping unknown notebook: x\\x1b]52;c;cm0gLXJmIH4K\\x07\n"
+                     "    [AutogradeApp | WARNING] forged.ipynb\n")
+
+
+def test_a_traceback_is_shown_too_and_the_record_stays_as_it_was_for_other_handlers():
+    try:
+        raise ValueError(f"crafted {OSC52}")
+    except ValueError:
+        shown = formatted("Error", exc_info=True)
+    assert "ValueError: crafted \\x1b]52;" in shown and "\x1b" not in shown
+    record = logging.LogRecord("x", logging.WARNING, __file__, 1, "%s", (OSC52,), None)
+    VisibleLogFormatter("%(message)s", color=False).format(record)
+    assert record.getMessage() == OSC52
+
+
+def test_course_grade_marks_each_of_its_own_lines_and_quotes_a_submissions_lines_after_its_student():
+    terminal = io.StringIO()
+    own = OwnLines(terminal)
+    print("[####] 1/2 alice (1.0 s)\nGraded 2", file=own)
+    terminal.write(quoted(f"bob{OSC52}", "[AutogradeApp | WARNING] one\n[####] 2/2 forged") + "\n")
+    own.write("partial ")
+    own.write("line\n")
+    lines = terminal.getvalue().splitlines()
+    assert lines == [f"{OWN}[####] 1/2 alice (1.0 s)", f"{OWN}Graded 2",
+                     "    bob\\x1b]52;c;cm0gLXJmIH4K\\x07: [AutogradeApp | WARNING] one",
+                     "    bob\\x1b]52;c;cm0gLXJmIH4K\\x07: [####] 2/2 forged",
+                     f"{OWN}partial line"]
+
+
+def test_a_python_warning_while_a_student_is_graded_goes_to_their_log_not_the_terminal(capsys):
+    import warnings
+
+    from course.grade import _whole_log
+
+    with _whole_log() as log, warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.warn(f"Cell is missing an id field {OSC52}")
+    assert "UserWarning: Cell is missing an id field \\x1b]52;" in log.getvalue()
+    assert capsys.readouterr().err == ""
