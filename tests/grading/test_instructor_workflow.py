@@ -19,6 +19,7 @@ from nbgrader.api import Gradebook
 
 from autograder.messages import shows
 from course import classroom
+from course.terminal import OWN
 
 ASSIGNMENT = "a1_tensor_to"
 EXCHANGE_COMMANDS = ("release_assignment", "collect", "submit", "fetch_assignment", "release_feedback")
@@ -148,8 +149,15 @@ def test_readme_late_work_and_regrade_steps_refresh_only_what_changed(tmp_path_f
     (home / ASSIGNMENT).mkdir(parents=True)
     on_time, late = getpass.getuser(), "latecomer"
 
+    def one_user(line):
+        """One Unix user plays both students here, so collect's ownership rule (issue 42: a folder must be
+        owned by the student it names) is turned off with nbgrader's own switch, as for such an exchange."""
+        if line.startswith("nbgrader collect"):
+            line += " --ExchangeCollect.check_owner=False"
+        return run(line, course, exchange)
+
     def ok(line):
-        done = run(line, course, exchange)
+        done = one_user(line)
         assert done.returncode == 0, f"{line}:\n{done.stdout}{done.stderr}"
         return done.stdout + done.stderr
 
@@ -181,7 +189,7 @@ def test_readme_late_work_and_regrade_steps_refresh_only_what_changed(tmp_path_f
     assert "--update" in skipped, skipped
 
     for line in readme_steps("### Late work and regrades"):
-        done = run(line, course, exchange)
+        done = one_user(line)
         output = done.stdout + done.stderr
         if line.startswith("nbgrader generate_feedback"):
             # the late student's written answer waits for review again: their feedback only is held back
@@ -192,7 +200,7 @@ def test_readme_late_work_and_regrade_steps_refresh_only_what_changed(tmp_path_f
             assert "Graded 1 submission(s)" in output, output
             assert shows(output, "grade_unchanged"), output
         if line.startswith(("course grade", "course status")):
-            late_lines = [shown for shown in output.splitlines() if "min after its due date" in shown]
+            late_lines = [shown.removeprefix(OWN) for shown in output.splitlines() if "min after its due date" in shown]
             assert shows(output, "status_late") and len(late_lines) == 1 and late_lines[0].startswith(late), output
     assert classroom.scores(course, ASSIGNMENT)[late]["test_to_device"] == 0
     assert classroom.scores(course, ASSIGNMENT)[on_time]["test_to_device"] > 0
