@@ -240,11 +240,11 @@ class Judge(_Side):
 def read_frame(fd) -> dict | None:
     """The caller's next frame, read as data only (`torch.load(weights_only=True)`): None when the pipe
     ended first; ValueError when what came is not a frame of a dict."""
-    header = _read_exactly(fd, _HEADER.size)
+    header = read_exactly(fd, _HEADER.size)
     if header is None:
         return None
     (size,) = _HEADER.unpack(header)
-    data = _read_exactly(fd, size) if size <= FRAME_LIMIT else None
+    data = read_exactly(fd, size) if size <= FRAME_LIMIT else None
     try:
         frame = torch.load(io.BytesIO(data), weights_only=True, map_location=None)
     except Exception:  # noqa: BLE001: whatever the caller wrote, it is not a frame
@@ -254,7 +254,8 @@ def read_frame(fd) -> dict | None:
     return frame
 
 
-def _read_exactly(fd, size) -> bytes | None:
+def read_exactly(fd, size) -> bytes | None:
+    """`size` bytes from `fd`; None when it ends first."""
     chunks, left = [], size
     while left:
         chunk = os.read(fd, min(left, 2**20))

@@ -40,3 +40,18 @@ def is_course_with(root: Path, assignment: str, command: str) -> bool:
                       assignments=", ".join(assignments_in(root)) or "—"), flush=True)
         return False
     return True
+
+
+def registered_gradebook(root: Path, assignment: str, command: str) -> str | None:
+    """The gradebook of the course folder `root`, where `assignment` is registered; None after one bilingual
+    line that says what is wrong (not a course folder, no such assignment, not registered yet)."""
+    from .. import settings
+    from ..gradebook import registered
+
+    if not is_course_with(root, assignment, command):
+        return None
+    db_url = settings.gradebook_url(settings.load(root))
+    if not registered(db_url, assignment):
+        print(message("not_registered", assignment=assignment, gradebook=db_url), flush=True)
+        return None
+    return db_url

@@ -1,11 +1,8 @@
 """`course insights`: what the class got wrong, per exercise and diagnostic, as a page and a CSV."""
 from pathlib import Path
 
-from autograder.messages import message
-
-from .. import insights, settings
-from ..gradebook import registered
-from . import is_course_with, say
+from .. import insights
+from . import registered_gradebook, say
 
 HELP = "what the class got wrong, per exercise and diagnostic / 全班错在哪里：按练习和诊断信息统计"
 
@@ -20,11 +17,7 @@ def arguments(parser):
 def run(args) -> int:
     """Per exercise, how many students hit each diagnostic, as a bilingual page and a CSV."""
     root = Path(args.root).resolve()
-    if not is_course_with(root, args.assignment, "insights"):
-        return 2
-    db_url = settings.gradebook_url(settings.load(root))
-    if not registered(db_url, args.assignment):
-        print(message("not_registered", assignment=args.assignment, gradebook=db_url), flush=True)
+    if registered_gradebook(root, args.assignment, "insights") is None:
         return 2
     page, table = insights.write(root, args.assignment, Path(args.out) if args.out else root / "insights")
     say(f"What the class got wrong: {page} (and {table})", f"全班错在哪里：{page}（以及 {table}）")
