@@ -221,6 +221,9 @@ class Judge(_Side):
             _count(report["counters"], result)
         except ChangedArgument:
             raise diagnostic("changed_argument", what=what) from None
+        except ChangedStructure as changed:  # the path is the caller's words: shown only when it is a plain one
+            name = str(changed) if _PLAIN_PATH.fullmatch(str(changed)) else "…"
+            raise diagnostic("module_restructured", what=what, name=name) from None
         except (KeyError, IndexError, TypeError, ValueError, AttributeError, RuntimeError, RecursionError, OSError):
             raise diagnostic("verdict_call_unreadable", what=what) from None
         return result
@@ -269,6 +272,14 @@ def read_exactly(fd, size) -> bytes | None:
 class ChangedArgument(Exception):
     """The student's function changed a tensor it was given in place (its device, dtype, shape or values):
     no exercise asks for it, and a test that computes what it expects from its arguments would be misled."""
+
+
+class ChangedStructure(Exception):
+    """A module argument came back with a submodule the judge's copy lacks (a layer wrapped or replaced by a
+    container): its state cannot be written there, and the call fails with a diagnostic that says so."""
+
+
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9_.]{1,120}")
 
 
 class CallerError(Exception):
@@ -588,6 +599,11 @@ def apply_state(value, state, known, payloads, made=False):
         for name, part in _read_attributes(value, state["attributes"], known, payloads):
             vars(value)[name] = part
         return
+    if not made:  # a submodule the call added (a layer wrapped) fails it with a diagnostic of its own
+        paths = {name for name, _ in value.named_modules()}
+        added = next((path for path, _ in state["modules"] if path not in paths), None)
+        if added is not None:
+            raise ChangedStructure(str(added))
     writes = []
     for path, part in state["modules"]:
         module = value.get_submodule(str(path))

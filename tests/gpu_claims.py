@@ -378,6 +378,13 @@ def layer_norm_refusal_wording():
     return "expected scalar type Half but found Float" in layer_norm, layer_norm.splitlines()[0]
 
 
+@claim("10 · Casting a model for 16-bit inference",
+       "for a bfloat16 input the refusal names BFloat16: \"expected scalar type BFloat16 but found Float\"", wording=True)
+def layer_norm_refusal_wording_bfloat16():
+    refused = error_of(lambda: nn.LayerNorm(8).cuda()(torch.randn(4, 8, device="cuda", dtype=torch.bfloat16)))
+    return "expected scalar type BFloat16 but found Float" in refused, refused.splitlines()[0]
+
+
 # ------------------------------------------------------------------ lesson 1 · which GPUs a process sees
 @claim("1 · The current device", 'an unindexed "cuda" and .cuda() land on the current device, GPU 0 by default')
 def unindexed_cuda_is_the_current_device():

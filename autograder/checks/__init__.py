@@ -20,7 +20,7 @@ from .tensors import (assert_batch_moved, assert_device, assert_device_choice, a
     assert_shape, assert_tensor, assert_torch_device, assert_values, _reaches)
 from .modules import (assert_audit, assert_buffer, assert_eval, assert_fixed_tensor, assert_modes,
     assert_module, assert_module_on, assert_none, assert_raises, assert_state_unchanged, assert_stripped,
-    _audit_hint, _batch_tensors)
+    assert_structure, submodule_paths, _audit_hint, _batch_tensors)
 from .training import (assert_16_bit_forward, assert_amp_gradients, assert_detached, assert_gradients,
     _assert_norms_computed_right, assert_outside_autocast, assert_scale, assert_step_skipped, assert_updated,
     _clipped, _NORMS)

@@ -61,8 +61,9 @@ def assert_shape(t, shape, what):
         _fail("wrong_shape", what=what, expected=tuple(shape), found=tuple(t.shape))
 
 
-def assert_values(t, expected, what, atol=0.0):
-    """Same values as `expected` (compared in float64 on the CPU); skipped where there is no data."""
+def assert_values(t, expected, what, atol=0.0, key="wrong_values"):
+    """Same values as `expected` (compared in float64 on the CPU); skipped where there is no data. `key`: the
+    message for a difference, when the likely cause is not a move (`wrong_values` speaks of moving)."""
     __tracebackhide__ = True
     assert_tensor(t, what)
     assert_shape(t, expected.shape, what)
@@ -71,7 +72,7 @@ def assert_values(t, expected, what, atol=0.0):
     diff = (t.detach().cpu().double() - expected.detach().cpu().double()).abs()
     largest = diff.max().item() if diff.numel() else 0.0
     if not largest <= atol:  # also catches NaN
-        _fail("wrong_values", what=what, diff=f"{largest:.3g}")
+        _fail(key, what=what, diff=f"{largest:.3g}")
 
 
 def assert_random(t, what):

@@ -107,6 +107,8 @@ def assert_step_skipped(before: Mapping, model, what):
 
 
 _NORMS = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm)
+# how CUDA's "expected scalar type … but found Float" names an input's dtype
+_SCALAR_TYPE = {torch.float16: "Half", torch.bfloat16: "BFloat16", torch.float64: "Double"}
 
 
 def assert_16_bit_forward(model, x, dtype, what):
@@ -149,6 +151,6 @@ def _assert_norms_computed_right(fed, returned, dtype, what):
     __tracebackhide__ = True
     for kernel, found in fed:
         if found != torch.float32:
-            _fail("norm_fed_16_bit", what=what, kernel=kernel, found=found)
+            _fail("norm_fed_16_bit", what=what, kernel=kernel, found=found, scalar=_SCALAR_TYPE.get(found, str(found)))
     for layer, out in returned:
         assert_dtype(out, dtype, f"{what}: {layer}", hint="dtype_hint_norm_output")

@@ -215,6 +215,36 @@ def test_a_parameter_replaced_by_a_new_one_is_a_new_one_in_the_judge(pipe):
     assert judged.weight.dtype == torch.float64
 
 
+class Wrapper(torch.nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+
+@pytest.mark.parametrize("name, shown", [("norm", "1.norm"), ("not a name!", "…")], ids=["plain", "odd-name"])
+def test_a_layer_wrapped_by_the_call_fails_it_with_the_structure_diagnostic_and_changes_nothing(pipe, name, shown):
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.LayerNorm(2))
+    judged = copy.deepcopy(model)
+
+    def wrap(m):
+        m[0].half()
+        wrapper = torch.nn.Module()
+        wrapper.add_module(name, m[1]) if name.isidentifier() else wrapper._modules.__setitem__(name, m[1])
+        m[1] = wrapper
+
+    with pytest.raises(AssertionError) as failure:
+        sealed(pipe, wrap, model, judged=(judged,))
+    assert failure.value.course_key == "module_restructured"
+    assert failure.value.course_fields["name"] == shown
+    assert judged[0].weight.dtype == torch.float32 and type(judged[1]) is torch.nn.LayerNorm  # nothing written
+    local = copy.deepcopy(judged)
+    structure = checks.submodule_paths(local)
+    wrap(local)
+    with pytest.raises(AssertionError) as unsealed:  # the same diagnostic where no boundary is in between
+        checks.assert_structure(local, structure, "f(...)")
+    assert unsealed.value.course_key == "module_restructured"
+
+
 def test_an_optimizer_and_a_grad_scaler_changed_by_the_call_are_changed_in_the_judge(pipe):
     model = torch.nn.Linear(2, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
