@@ -24,6 +24,7 @@ KNOWN_ERRORS = [
     (re.compile(r"Can't call numpy\(\) on Tensor that requires grad"), "numpy_requires_grad"),
     (re.compile(r"unsupported ScalarType BFloat16"), "numpy_bfloat16"),
     (re.compile(r"_scale is None"), "amp_scale_not_used"),  # GradScaler.unscale_/step before any scale()
+    (re.compile(r"No inf checks were recorded prior to update"), "amp_update_without_step"),  # optimizer.step(), then update()
     (re.compile(r"Default process group has not been initialized"), "no_process_group"),  # a4
 ]
 
