@@ -952,8 +952,11 @@ def test_norms_fed_16_bit_are_named_on_every_device(device, dtype):
     """The CPU-only recipe: it runs here (and on meta), and would raise at LayerNorm on a CUDA GPU."""
     model = cast_but_norms(NormBlock().to(device), dtype)
     x = torch.randn(5, 2, 4, device=device, dtype=dtype)
-    _, fields = failure("norm_fed_16_bit", checks.assert_16_bit_forward, model, x, dtype, "model(x)")
+    shown, fields = failure("norm_fed_16_bit", checks.assert_16_bit_forward, model, x, dtype, "model(x)")
     assert fields["found"] == dtype and "batch_norm" in fields["kernel"]
+    # CUDA's words for this dtype (review W2): "Half" only for float16
+    scalar = {torch.float16: "Half", torch.bfloat16: "BFloat16"}[dtype]
+    assert f"expected scalar type {scalar} but found Float" in shown and "batch_norm" in shown
 
 
 def test_a_norm_that_keeps_float32_output_is_named_before_the_next_layer_raises(device):
