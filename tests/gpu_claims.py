@@ -556,6 +556,8 @@ SHOWN = {  # message key → lines its cell prints on a GPU, and a check of its 
     "gpu_shows_launch_blocking": [lambda shown: len(_launch_lines(shown)) == 2 and _launch_lines(shown)[1] == 4 < _launch_lines(shown)[0]],
     "gpu_shows_sync_warning": [r"warnings: \['called a synchronizing CUDA operation"],
     "gpu_shows_to_empty_memory": [r"to_empty allocated the whole model: True \(32 MiB\)"],
+    "gpu_shows_memory_snapshot": [r"64 MiB allocations recorded: 2 \| each with its Python stack: True",
+                                  r"memory_summary\(\) has the row 'Allocated memory': True"],
 }
 
 
