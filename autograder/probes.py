@@ -20,7 +20,7 @@ class TransferCounter(TorchDispatchMode):
     def __init__(self):
         super().__init__()
         self.transfers = 0
-        self.bytes = 0  # of the explicit copies' sources: what crossed to the other device
+        self.bytes = 0  # of the explicit copies: what crossed to the other device (`crossing_bytes`)
         # Every tensor an operation made while counting, and how many tensors on a device reached an
         # operation without having been made so: made while the counter was switched off
         # (torch.utils._python_dispatch._disable_current_modes), by copies it never saw.
@@ -66,12 +66,31 @@ class TransferCounter(TorchDispatchMode):
             target = args[0] if func is torch.ops.aten.copy_.default else result
             if source.device != target.device:
                 self.transfers += 1
-                self.bytes += source.numel() * source.element_size()
+                self.bytes += crossing_bytes(source, target, func, args, kwargs or {})
         else:
             tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
             if len({t.device for t in tensors}) > 1:  # it did not raise: its CPU tensors were moved
                 self.transfers += sum(t.device.type == "cpu" and t.dim() > 0 for t in tensors)
         return result
+
+
+def crossing_bytes(source, target, func, args, kwargs) -> int:
+    """The bytes a copy from `source` to `target` (on another device) sends across, counted as CUDA does.
+
+    A copy that also changes the dtype converts on one side of the bus. PyTorch's CUDA copy
+    (aten/src/ATen/native/cuda/Copy.cu: `copy_requires_temporaries` is true for any cross-device copy
+    that changes the dtype, then `conversion_device = non_blocking ? kCUDA : kCPU`) converts on the host
+    for a blocking copy, "to avoid allocating extra GPU memory", and on the GPU for a non-blocking one;
+    `aten._to_copy` is an empty tensor of the new device and dtype plus that `copy_`. So the data crosses
+    in the destination's dtype when the conversion happens on the source's side (a blocking copy from the
+    host, a non-blocking one from the device), and in the source's dtype otherwise. Here every device
+    that is not the CPU (`meta` too) stands for the GPU. Read in PyTorch 2.13's sources."""
+    if func is torch.ops.aten.copy_.default:
+        non_blocking = args[2] if len(args) > 2 else kwargs.get("non_blocking", False)
+    else:
+        non_blocking = kwargs.get("non_blocking", False)
+    converts_first = (source.device.type != "cpu") == bool(non_blocking)
+    return source.numel() * (target if converts_first else source).element_size()
 
 
 class NormKernelInputs(TorchDispatchMode):
