@@ -15,7 +15,7 @@ The helpers live by what they inspect:
     checkpoints.py  checkpoints across devices and ranks: map_location, the rank-0 checkpoint
 """
 from .core import (call, _device_of, _dtype_of, _fail, KNOWN_ERRORS, _name, _TENSOR_TYPES)
-from .tensors import (assert_batch_moved, assert_device, assert_device_choice, assert_dtype,
+from .tensors import (assert_batch_moved, assert_batch_unchanged, batch_items, assert_device, assert_device_choice, assert_dtype,
     assert_grad_connected, assert_is, assert_leaf, assert_one_device, assert_random, assert_requires_grad,
     assert_shape, assert_tensor, assert_torch_device, assert_values, _reaches)
 from .modules import (assert_audit, assert_buffer, assert_eval, assert_fixed_tensor, assert_modes,
