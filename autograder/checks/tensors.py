@@ -195,7 +195,8 @@ def _holds(batch, items) -> bool:
     if isinstance(batch, torch.Tensor):
         return isinstance(items, tuple) and len(items) == 3 and items[0] is batch and items[1:] == (
             _device_of(batch), _dtype_of(batch))
-    return items is batch
+    # a number or a string: equal, of the same type (a sealed call rebuilds the caller's, as equal objects)
+    return items is batch or type(items) is type(batch) and items == batch
 
 
 def assert_one_device(tensors: Mapping, what):
