@@ -109,6 +109,35 @@ class NormKernelInputs(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+class HostCopyStandIn(TorchDispatchMode):
+    """Stands in for an accelerator's copies back to the host, with `meta` as the accelerator: a copy of a
+    meta tensor to the CPU gives zeros there (what an early read may see) and is logged in `events`, as a
+    blocking or a non-blocking copy, next to what the caller logs there (`events.append("work")`) and, inside
+    `synchronising()`, each wait for the device. Lesson 8's exercise reads the order on any machine."""
+
+    def __init__(self):
+        super().__init__()
+        self.events = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        target = kwargs.get("device")
+        if func is torch.ops.aten._to_copy.default and args[0].device.type == "meta" and target is not None \
+                and torch.device(target).type == "cpu":
+            self.events.append("non-blocking copy" if kwargs.get("non_blocking") else "blocking copy")
+            return torch.zeros(args[0].shape, dtype=kwargs.get("dtype") or args[0].dtype)
+        return func(*args, **kwargs)
+
+    @contextmanager
+    def synchronising(self):
+        """`torch.accelerator.synchronize()` and `torch.cuda.synchronize()` log "synchronize" instead."""
+        def wait(*args, **kwargs):
+            self.events.append("synchronize")
+
+        with mock.patch.object(torch.accelerator, "synchronize", wait), mock.patch.object(torch.cuda, "synchronize", wait):
+            yield self
+
+
 @contextmanager
 def count_transfers():
     """`with count_transfers() as counter: ...` then `counter.transfers`."""

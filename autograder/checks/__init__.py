@@ -24,7 +24,7 @@ from .modules import (assert_audit, assert_buffer, assert_eval, assert_fixed_ten
 from .training import (assert_16_bit_forward, assert_amp_gradients, assert_detached, assert_gradients,
     _assert_norms_computed_right, assert_outside_autocast, assert_scale, assert_step_skipped, assert_updated,
     _clipped, _NORMS)
-from .data import (_abs, _array_equal, assert_epochs_differ, assert_loader_kwargs, assert_ndarray,
+from .data import (_abs, _array_equal, assert_epochs_differ, assert_overlapped_copy, assert_loader_kwargs, assert_ndarray,
     assert_rows_of, assert_same_shard, assert_seeds_differ, assert_shards, assert_transfers, _ndarray,
     sampled_indices)
 from .checkpoints import (assert_loads_on_rank, assert_map_location, assert_rank_zero_checkpoint,
