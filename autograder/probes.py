@@ -84,7 +84,8 @@ def crossing_bytes(source, target, func, args, kwargs) -> int:
     `aten._to_copy` is an empty tensor of the new device and dtype plus that `copy_`. So the data crosses
     in the destination's dtype when the conversion happens on the source's side (a blocking copy from the
     host, a non-blocking one from the device), and in the source's dtype otherwise. Here every device
-    that is not the CPU (`meta` too) stands for the GPU. Read in PyTorch 2.13's sources."""
+    that is not the CPU (`meta` too) stands for the GPU. Read in pytorch/pytorch's Copy.cu (the CPU wheel
+    ships no CUDA source); the ATen side (`_to_copy`, `copy_`'s signature) checked in torch 2.13."""
     if func is torch.ops.aten.copy_.default:
         non_blocking = args[2] if len(args) > 2 else kwargs.get("non_blocking", False)
     else:
