@@ -18,20 +18,13 @@ def self_check(check) -> None:
         print(message("practice_unanswered"))
         return
     except AssertionError as failure:
-        if _unanswered(failure):
+        if getattr(failure, "course_key", None) == "not_answered":  # checks.call met the stub
             print(message("practice_unanswered"))
             return
         print(message("practice_not_yet"))
         print(failure)
         return
     print(message("practice_correct"))
-
-
-def _unanswered(failure: AssertionError) -> bool:
-    """`checks.call`'s diagnostic for the exercise's stub, which still raises a bare NotImplementedError:
-    a check that routes every call through `checks.call` says "not answered" as one that calls directly."""
-    cause = failure.__cause__
-    return isinstance(cause, NotImplementedError) and not str(cause)
 
 
 def on_a_gpu(key: str, gpus: int = 1) -> None:

@@ -20,7 +20,7 @@ class TransferCounter(TorchDispatchMode):
     def __init__(self):
         super().__init__()
         self.transfers = 0
-        self.bytes = 0  # of the explicit copies' sources: what crossed to the other device
+        self.bytes = 0  # of the explicit copies: what crossed to the other device (`crossing_bytes`)
         # Every tensor an operation made while counting, and how many tensors on a device reached an
         # operation without having been made so: made while the counter was switched off
         # (torch.utils._python_dispatch._disable_current_modes), by copies it never saw.
@@ -66,12 +66,32 @@ class TransferCounter(TorchDispatchMode):
             target = args[0] if func is torch.ops.aten.copy_.default else result
             if source.device != target.device:
                 self.transfers += 1
-                self.bytes += source.numel() * source.element_size()
+                self.bytes += crossing_bytes(source, target, func, args, kwargs or {})
         else:
             tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
             if len({t.device for t in tensors}) > 1:  # it did not raise: its CPU tensors were moved
                 self.transfers += sum(t.device.type == "cpu" and t.dim() > 0 for t in tensors)
         return result
+
+
+def crossing_bytes(source, target, func, args, kwargs) -> int:
+    """The bytes a copy from `source` to `target` (on another device) sends across, counted as CUDA does.
+
+    A copy that also changes the dtype converts on one side of the bus. PyTorch's CUDA copy
+    (aten/src/ATen/native/cuda/Copy.cu: `copy_requires_temporaries` is true for any cross-device copy
+    that changes the dtype, then `conversion_device = non_blocking ? kCUDA : kCPU`) converts on the host
+    for a blocking copy, "to avoid allocating extra GPU memory", and on the GPU for a non-blocking one;
+    `aten._to_copy` is an empty tensor of the new device and dtype plus that `copy_`. So the data crosses
+    in the destination's dtype when the conversion happens on the source's side (a blocking copy from the
+    host, a non-blocking one from the device), and in the source's dtype otherwise. Here every device
+    that is not the CPU (`meta` too) stands for the GPU. Read in pytorch/pytorch's Copy.cu (the CPU wheel
+    ships no CUDA source); the ATen side (`_to_copy`, `copy_`'s signature) checked in torch 2.13."""
+    if func is torch.ops.aten.copy_.default:
+        non_blocking = args[2] if len(args) > 2 else kwargs.get("non_blocking", False)
+    else:
+        non_blocking = kwargs.get("non_blocking", False)
+    converts_first = (source.device.type != "cpu") == bool(non_blocking)
+    return source.numel() * (target if converts_first else source).element_size()
 
 
 class NormKernelInputs(TorchDispatchMode):
@@ -88,6 +108,35 @@ class NormKernelInputs(TorchDispatchMode):
         if any(kernel in func.__name__ for kernel in self.KERNELS) and args and isinstance(args[0], torch.Tensor):
             self.dtypes.append((func.__name__.split(".")[0], _dtype_of(args[0])))
         return func(*args, **(kwargs or {}))
+
+
+class HostCopyStandIn(TorchDispatchMode):
+    """Stands in for an accelerator's copies back to the host, with `meta` as the accelerator: a copy of a
+    meta tensor to the CPU gives zeros there (what an early read may see) and is logged in `events`, as a
+    blocking or a non-blocking copy, next to what the caller logs there (`events.append("work")`) and, inside
+    `synchronising()`, each wait for the device. Lesson 8's exercise reads the order on any machine."""
+
+    def __init__(self):
+        super().__init__()
+        self.events = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        target = kwargs.get("device")
+        if func is torch.ops.aten._to_copy.default and args[0].device.type == "meta" and target is not None \
+                and torch.device(target).type == "cpu":
+            self.events.append("non-blocking copy" if kwargs.get("non_blocking") else "blocking copy")
+            return torch.zeros(args[0].shape, dtype=kwargs.get("dtype") or args[0].dtype)
+        return func(*args, **kwargs)
+
+    @contextmanager
+    def synchronising(self):
+        """`torch.accelerator.synchronize()` and `torch.cuda.synchronize()` log "synchronize" instead."""
+        def wait(*args, **kwargs):
+            self.events.append("synchronize")
+
+        with mock.patch.object(torch.accelerator, "synchronize", wait), mock.patch.object(torch.cuda, "synchronize", wait):
+            yield self
 
 
 @contextmanager

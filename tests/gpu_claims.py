@@ -525,6 +525,7 @@ SHOWN = {  # message key → lines its cell prints on a GPU, and a check of its 
     "gpu_shows_hidden_syncs": [lambda shown: _synchronising(shown) == {**dict.fromkeys(SYNCHRONISING, "True"),
                                                                        **dict.fromkeys(NOT_SYNCHRONISING, "False")},
                                r"t\.numpy\(\): TypeError"],
+    "gpu_shows_profiler_copies": [r"a Memcpy HtoD row: True", r"a Memcpy DtoH row: True", r"a cudaStreamSynchronize row: True"],
     "gpu_shows_autocast_table": [r"CUDA float16 table measured here: as listed"],
     "gpu_shows_bce_refused": [r"RuntimeError: torch\.nn\.functional\.binary_cross_entropy and torch\.nn\.BCELoss are unsafe to autocast\.",
                               r"with logits: torch\.float32"],

@@ -106,3 +106,18 @@ def assert_seeds_differ(first, second, seeds, what):
     __tracebackhide__ = True
     if list(first) == list(second):
         _fail("shard_ignores_seed", what=what, first=seeds[0], second=seeds[1])
+
+
+OVERLAPPED_COPY = ["non-blocking copy", "work", "synchronize"]
+
+
+def assert_overlapped_copy(events, what):
+    """`events` (autograder.probes.HostCopyStandIn): one non-blocking copy to the host, then the CPU work,
+    then the wait before the result is read."""
+    __tracebackhide__ = True
+    if events == OVERLAPPED_COPY:
+        return
+    found = " → ".join(events) or "—"
+    if "non-blocking copy" in events and "synchronize" not in events:
+        _fail("practice_copy_not_awaited", what=what, found=found)
+    _fail("practice_copy_overlap", what=what, found=found, expected=" → ".join(OVERLAPPED_COPY))

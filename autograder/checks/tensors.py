@@ -165,6 +165,41 @@ def assert_batch_moved(result, original, device, what, depth=0):
         _fail("leaf_changed", what=what, expected=repr(original), found=repr(result))
 
 
+def batch_items(batch):
+    """What a nested batch holds, for `assert_batch_unchanged`: each container's type and items, each leaf
+    itself (and a tensor's device and dtype), taken before a call."""
+    if isinstance(batch, Mapping):
+        return type(batch), [(key, batch_items(value)) for key, value in batch.items()]
+    if isinstance(batch, (list, tuple)):
+        return type(batch), [batch_items(item) for item in batch]
+    if isinstance(batch, torch.Tensor):
+        return batch, _device_of(batch), _dtype_of(batch)
+    return batch
+
+
+def assert_batch_unchanged(original, before, what):
+    """`original` still holds what `batch_items` saw before the call: the caller's batch, its containers
+    and their items, left as they were (a batch kept for logging or used again must not move)."""
+    __tracebackhide__ = True
+    if not _holds(original, before):
+        _fail("batch_changed", what=what)
+
+
+def _holds(batch, items) -> bool:
+    if isinstance(batch, (Mapping, list, tuple)):
+        kind, entries = items if isinstance(items, tuple) and len(items) == 2 else (None, None)
+        if type(batch) is not kind:
+            return False
+        if isinstance(batch, Mapping):
+            return [key for key, _ in entries] == list(batch) and all(_holds(batch[k], v) for k, v in entries)
+        return len(batch) == len(entries) and all(_holds(b, v) for b, v in zip(batch, entries))
+    if isinstance(batch, torch.Tensor):
+        return isinstance(items, tuple) and len(items) == 3 and items[0] is batch and items[1:] == (
+            _device_of(batch), _dtype_of(batch))
+    # a number or a string: equal, of the same type (a sealed call rebuilds the caller's, as equal objects)
+    return items is batch or type(items) is type(batch) and items == batch
+
+
 def assert_one_device(tensors: Mapping, what):
     """All named tensors share one device."""
     __tracebackhide__ = True

@@ -811,6 +811,27 @@ def test_stripped_state_dict_must_be_new_ordered_and_hold_the_same_tensors(devic
     fails_with("state_dict_input_changed", checks.assert_stripped, good, changed, before, "strip()")
 
 
+def test_a_batch_left_as_it_was_passes_and_any_change_inside_it_fails():
+    """a1's move_batch: the caller's batch, at any depth, after the call (review A2)."""
+    def batch():
+        return {"x": [torch.ones(2), ("id", 0.5)], "y": OrderedDict(mask=torch.zeros(1, dtype=torch.bool))}
+
+    original = batch()
+    before = checks.batch_items(original)
+    checks.assert_batch_unchanged(original, before, "move()")
+    original["x"][1] = ("id", 0.5)  # rebuilt as equal objects, as a sealed call does: still the same batch
+    checks.assert_batch_unchanged(original, before, "move()")
+    for change in (lambda b: b["x"].__setitem__(0, b["x"][0].to("meta")),   # a moved tensor written back
+                   lambda b: b["y"].__setitem__("mask", b["y"]["mask"].clone()),
+                   lambda b: b.__setitem__("x", tuple(b["x"])),               # a container of another type
+                   lambda b: b["x"].append(1),
+                   lambda b: setattr(b["x"][0], "data", b["x"][0].double())):      # the same tensor, cast in place
+        changed = batch()
+        before = checks.batch_items(changed)
+        change(changed)
+        fails_with("batch_changed", checks.assert_batch_unchanged, changed, before, "move()")
+
+
 def test_restored_locations_reads_where_each_storage_would_go_without_a_gpu(tmp_path):
     path = tmp_path / "ckpt.pt"
     save_as_if_from_cuda({"w": torch.ones(2), "b": torch.zeros(1)}, path)

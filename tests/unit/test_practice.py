@@ -44,7 +44,7 @@ def test_an_unanswered_exercise_says_so(capsys):
     assert fingerprint("practice_unanswered").en in capsys.readouterr().out
 
 
-def test_an_unanswered_exercise_says_so_through_checks_call(capsys):
+def test_an_unanswered_exercise_called_through_checks_call_says_so(capsys):
     def stub():
         raise NotImplementedError
     self_check(lambda: checks.call("stub()", stub))

@@ -39,13 +39,29 @@ def test_casts_and_same_device_copies_are_not_transfers(tensors):
 
 
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.float32, torch.float64])
-def test_the_bytes_of_a_transfer_are_its_sources(dtype):
+def test_a_transfer_that_keeps_the_dtype_moves_its_sources_bytes(dtype):
     """Lesson 7's exercise: a uint8 batch moved, then converted on the device, moves one byte per pixel."""
     images = torch.zeros(4, 3, 8, 8, dtype=dtype)
     with count_transfers() as counter:
         images.to("meta").float()
         images.to(torch.float64).to(torch.float32)  # conversions on one device move nothing
     assert counter.bytes == images.numel() * images.element_size()
+
+
+@pytest.mark.parametrize("move, element_size", [
+    (lambda x: x.to("meta", torch.float32), 4),                     # blocking: converted on the host first
+    (lambda x: x.float().to("meta"), 4),
+    (lambda x: x.to("meta", torch.float32, non_blocking=True), 1),  # non-blocking: converted on the device
+    (lambda x: torch.empty(x.shape, device="meta").copy_(x), 4),    # copy_ converts like .to
+    (lambda x: torch.empty(x.shape, device="meta").copy_(x, non_blocking=True), 1),
+])
+def test_a_transfer_that_converts_moves_the_bytes_of_the_side_that_converts(move, element_size):
+    """As CUDA's copy does (autograder/probes.py, crossing_bytes): a blocking host-to-device `.to(device,
+    dtype)` converts on the host and ships the new dtype, a non-blocking one ships the old dtype."""
+    images = torch.zeros(4, 3, 8, 8, dtype=torch.uint8)
+    with count_transfers() as counter:
+        move(images)
+    assert (counter.transfers, counter.bytes) == (1, images.numel() * element_size)
 
 
 INDEX, MASK = torch.tensor([0, 2]), torch.tensor([True, False, True, False, True])
