@@ -32,6 +32,16 @@ def assert_transfers(counter, expected, what, result=None):
         _fail("transfer_count", what=what, found=counter.transfers)
 
 
+def assert_made_on_device(counter, device, what):
+    """A `probes.count_transfers()` counter saw no copy between devices: a tensor for `device` was created
+    there, not made on the CPU and moved."""
+    __tracebackhide__ = True
+    if counter.unseen:
+        _fail("transfer_unseen", what=what)
+    if counter.transfers:
+        _fail("created_then_moved", what=what, device=torch.device(device), found=counter.transfers)
+
+
 def assert_loader_kwargs(kwargs, pin_memory, what):
     """DataLoader keyword arguments whose `pin_memory` is `pin_memory` (a missing key means False)."""
     __tracebackhide__ = True

@@ -61,8 +61,9 @@ def assert_shape(t, shape, what):
         _fail("wrong_shape", what=what, expected=tuple(shape), found=tuple(t.shape))
 
 
-def assert_values(t, expected, what, atol=0.0):
-    """Same values as `expected` (compared in float64 on the CPU); skipped where there is no data."""
+def assert_values(t, expected, what, atol=0.0, mismatch="wrong_values"):
+    """Same values as `expected` (compared in float64 on the CPU); skipped where there is no data. `mismatch`
+    names the message for other values: the default one is about moving and casting."""
     __tracebackhide__ = True
     assert_tensor(t, what)
     assert_shape(t, expected.shape, what)
@@ -71,7 +72,7 @@ def assert_values(t, expected, what, atol=0.0):
     diff = (t.detach().cpu().double() - expected.detach().cpu().double()).abs()
     largest = diff.max().item() if diff.numel() else 0.0
     if not largest <= atol:  # also catches NaN
-        _fail("wrong_values", what=what, diff=f"{largest:.3g}")
+        _fail(mismatch, what=what, diff=f"{largest:.3g}")
 
 
 def assert_random(t, what):
@@ -85,6 +86,27 @@ def assert_random(t, what):
         _fail("not_finite", what=what)
     if bool((values == values[0]).all()):
         _fail("not_random", what=what, value=f"{values[0].item():g}")
+
+
+def assert_standard_normal(t, what):
+    """Values that look drawn from N(0, 1): mean and standard deviation within 0.1 of 0 and 1, ten standard
+    errors at 10⁴ values, so a right answer fails about never; uniform `rand` (std 0.29) and constants fail."""
+    __tracebackhide__ = True
+    assert_random(t, what)
+    if not has_data(_device_of(t)):
+        return
+    values = t.detach().double().flatten()
+    mean, std = values.mean().item(), values.std().item()
+    if not (abs(mean) <= 0.1 and abs(std - 1) <= 0.1):
+        _fail("not_standard_normal", what=what, count=values.numel(), mean=f"{mean:.3g}", std=f"{std:.3g}")
+
+
+def assert_grad_left_off(original, what):
+    """The caller's tensor `original` still does not require grad: the student's function switched
+    nothing on in it (`x.to(device)` is `x` when nothing changes, and `requires_grad_()` is in place)."""
+    __tracebackhide__ = True
+    if original.requires_grad:
+        _fail("caller_requires_grad", what=what)
 
 
 def assert_is(obj, expected, what, hint):

@@ -149,6 +149,37 @@ def test_random_values_are_told_from_a_constant_fill():
                   checks.assert_values, torch.ones(3, device="meta"), torch.zeros(2), "x")
 
 
+def test_standard_normal_noise_is_told_from_uniform_and_shifted_values():
+    generator = torch.Generator().manual_seed(0)
+    checks.assert_standard_normal(torch.randn(10_000, generator=generator), "w")
+    checks.assert_standard_normal(torch.zeros(10_000, device="meta"), "w")  # no values to judge
+    shown = fails_with("not_standard_normal", checks.assert_standard_normal, torch.rand(10_000, generator=generator), "w")
+    assert "10000" in shown
+    fails_with("not_standard_normal", checks.assert_standard_normal, torch.randn(10_000, generator=generator) + 0.5, "w")
+    fails_with("not_random", checks.assert_standard_normal, torch.zeros(10_000), "w")
+
+
+def test_a_function_that_switches_on_gradients_of_its_argument_is_named():
+    x = torch.ones(3)
+    checks.assert_grad_left_off(x, "f(x)")
+    fails_showing("caller_requires_grad", dict(what="f(x)"), checks.assert_grad_left_off, x.requires_grad_(), "f(x)")
+
+
+def test_a_tensor_made_on_the_cpu_and_moved_is_not_made_on_the_device():
+    with count_transfers() as counter:
+        torch.zeros(3, device="meta")
+    checks.assert_made_on_device(counter, "meta", "f(x)")
+    with count_transfers() as counter:
+        torch.zeros(3).to("meta")
+    fails_showing("created_then_moved", dict(what="f(x)", device=torch.device("meta"), found=1),
+                  checks.assert_made_on_device, counter, "meta", "f(x)")
+
+
+def test_other_values_can_be_named_by_the_check():
+    fails_showing("wrong_outputs", dict(what="f(x)", diff="1"),
+                  checks.assert_values, torch.zeros(2), torch.ones(2), "f(x)", mismatch="wrong_outputs")
+
+
 def test_leaf_weight_passes_and_moved_weight_is_named(device):
     checks.assert_leaf(torch.randn(3, device=device, requires_grad=True), "w")
     checks.assert_leaf(nn.Parameter(torch.randn(3, device=device)), "w")
