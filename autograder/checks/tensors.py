@@ -90,14 +90,15 @@ def assert_random(t, what):
 
 def assert_standard_normal(t, what):
     """Values that look drawn from N(0, 1): mean and standard deviation within 0.1 of 0 and 1, ten standard
-    errors at 10⁴ values, so a right answer fails about never; uniform `rand` (std 0.29) and constants fail."""
+    errors at 10⁴ values, so a right answer fails about never; uniform `rand` (std 0.29), a constant, an
+    uninitialised `empty` and NaN fail. Skipped where there is no data."""
     __tracebackhide__ = True
-    assert_random(t, what)
+    assert_tensor(t, what)
     if not has_data(_device_of(t)):
         return
     values = t.detach().double().flatten()
     mean, std = values.mean().item(), values.std().item()
-    if not (abs(mean) <= 0.1 and abs(std - 1) <= 0.1):
+    if not (abs(mean) <= 0.1 and abs(std - 1) <= 0.1):  # also catches NaN
         _fail("not_standard_normal", what=what, count=values.numel(), mean=f"{mean:.3g}", std=f"{std:.3g}")
 
 
