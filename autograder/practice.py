@@ -18,6 +18,9 @@ def self_check(check) -> None:
         print(message("practice_unanswered"))
         return
     except AssertionError as failure:
+        if getattr(failure, "course_key", None) == "not_answered":  # checks.call met the stub's NotImplementedError
+            print(message("practice_unanswered"))
+            return
         print(message("practice_not_yet"))
         print(failure)
         return

@@ -44,6 +44,17 @@ def test_an_unanswered_exercise_says_so(capsys):
     assert fingerprint("practice_unanswered").en in capsys.readouterr().out
 
 
+def test_an_unanswered_exercise_called_through_checks_call_says_so(capsys):
+    """A check calls the student's function through `checks.call`, which turns the stub's bare
+    NotImplementedError into a diagnostic: the student still reads "not answered yet", not "not yet"."""
+    def stub():
+        raise NotImplementedError
+
+    self_check(lambda: checks.call("stub()", stub))
+    out = capsys.readouterr().out
+    assert fingerprint("practice_unanswered").en in out and fingerprint("practice_not_yet").en not in out
+
+
 def test_every_lesson_has_two_to_four_predict_then_run_prompts(lesson):
     cells = lesson.cells
     prompts = [i for i, cell in enumerate(cells) if "predict" in tags(cell) and "lang-en" in tags(cell)]
