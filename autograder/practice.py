@@ -18,7 +18,7 @@ def self_check(check) -> None:
         print(message("practice_unanswered"))
         return
     except AssertionError as failure:
-        if getattr(failure, "course_key", None) == "not_answered":  # checks.call met the stub
+        if getattr(failure, "course_key", None) == "not_answered":  # checks.call met the stub's NotImplementedError
             print(message("practice_unanswered"))
             return
         print(message("practice_not_yet"))

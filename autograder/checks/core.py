@@ -20,6 +20,7 @@ _dtype_of = torch._C.TensorBase.dtype.__get__
 # Errors PyTorch raises for the classic mistakes, and the message that explains each.
 KNOWN_ERRORS = [
     (re.compile(r"Expected all tensors to be on the same device|is not on the expected device"), "device_mismatch"),
+    (re.compile(r"must have the same dtype"), "dtype_mismatch"),  # mat1 and mat2 of a matrix product
     (re.compile(r"Attempting to deserialize object on a CUDA device"), "cuda_checkpoint"),
     (re.compile(r"Can't call numpy\(\) on Tensor that requires grad"), "numpy_requires_grad"),
     (re.compile(r"unsupported ScalarType BFloat16"), "numpy_bfloat16"),

@@ -32,6 +32,16 @@ def assert_transfers(counter, expected, what, result=None):
         _fail("transfer_count", what=what, found=counter.transfers)
 
 
+def assert_made_on_device(counter, result, what):
+    """A `probes.count_transfers()` counter saw `result` made, and no copy between devices: `result` was
+    created on its device, not made on the CPU and moved there. (Inputs made before counting are fine.)"""
+    __tracebackhide__ = True
+    if not counter.saw(result):
+        _fail("transfer_unseen", what=what)
+    if counter.transfers:
+        _fail("created_then_moved", what=what, device=result.device, found=counter.transfers)
+
+
 def assert_loader_kwargs(kwargs, pin_memory, what):
     """DataLoader keyword arguments whose `pin_memory` is `pin_memory` (a missing key means False)."""
     __tracebackhide__ = True

@@ -88,6 +88,28 @@ def assert_random(t, what):
         _fail("not_random", what=what, value=f"{values[0].item():g}")
 
 
+def assert_standard_normal(t, what):
+    """Values that look drawn from N(0, 1): mean and standard deviation within 0.1 of 0 and 1, ten standard
+    errors at 10⁴ values, so a right answer fails about never; uniform `rand` (std 0.29), a constant, an
+    uninitialised `empty` and NaN fail. Skipped where there is no data."""
+    __tracebackhide__ = True
+    assert_tensor(t, what)
+    if not has_data(_device_of(t)):
+        return
+    values = t.detach().double().flatten()
+    mean, std = values.mean().item(), values.std().item()
+    if not (abs(mean) <= 0.1 and abs(std - 1) <= 0.1):  # also catches NaN
+        _fail("not_standard_normal", what=what, count=values.numel(), mean=f"{mean:.3g}", std=f"{std:.3g}")
+
+
+def assert_grad_left_off(original, what):
+    """The caller's tensor `original` still does not require grad: the student's function switched
+    nothing on in it (`x.to(device)` is `x` when nothing changes, and `requires_grad_()` is in place)."""
+    __tracebackhide__ = True
+    if original.requires_grad:
+        _fail("caller_requires_grad", what=what)
+
+
 def assert_is(obj, expected, what, hint):
     __tracebackhide__ = True
     if obj is not expected:

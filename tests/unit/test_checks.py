@@ -149,6 +149,41 @@ def test_random_values_are_told_from_a_constant_fill():
                   checks.assert_values, torch.ones(3, device="meta"), torch.zeros(2), "x")
 
 
+def test_standard_normal_noise_is_told_from_uniform_and_shifted_values():
+    generator = torch.Generator().manual_seed(0)
+    checks.assert_standard_normal(torch.randn(10_000, generator=generator), "w")
+    checks.assert_standard_normal(torch.zeros(10_000, device="meta"), "w")  # no values to judge
+    fails_showing("not_standard_normal", dict(what="w", count=4, mean="0.5", std="0.577"),
+                  checks.assert_standard_normal, torch.tensor([0.0, 0.0, 1.0, 1.0]), "w")
+    fails_with("not_standard_normal", checks.assert_standard_normal, torch.rand(10_000, generator=generator), "w")
+    fails_with("not_standard_normal", checks.assert_standard_normal, torch.randn(10_000, generator=generator) + 0.5, "w")
+    fails_with("not_standard_normal", checks.assert_standard_normal, torch.zeros(10_000), "w")
+    fails_with("not_standard_normal", checks.assert_standard_normal, torch.full((10_000,), float("nan")), "w")
+
+
+def test_a_function_that_switches_on_gradients_of_its_argument_is_named():
+    x = torch.ones(3)
+    checks.assert_grad_left_off(x, "f(x)")
+    fails_showing("caller_requires_grad", dict(what="f(x)"), checks.assert_grad_left_off, x.requires_grad_(), "f(x)")
+
+
+def test_a_tensor_made_on_the_cpu_and_moved_is_not_made_on_the_device():
+    given = torch.zeros(3, device="meta")  # made before counting: an input, not a result
+    with count_transfers() as counter:
+        made = torch.randn_like(given)
+    checks.assert_made_on_device(counter, made, "f(x)")
+    with count_transfers() as counter:
+        moved = torch.zeros(3).to("meta")
+    fails_showing("created_then_moved", dict(what="f(x)", device=torch.device("meta"), found=1),
+                  checks.assert_made_on_device, counter, moved, "f(x)")
+    fails_with("transfer_unseen", checks.assert_made_on_device, counter, given, "f(x)")
+
+
+def test_other_values_can_be_named_by_the_check():
+    fails_showing("wrong_outputs", dict(what="f(x)", diff="1"),
+                  lambda *args: checks.assert_values(*args, key="wrong_outputs"), torch.zeros(2), torch.ones(2), "f(x)")
+
+
 def test_leaf_weight_passes_and_moved_weight_is_named(device):
     checks.assert_leaf(torch.randn(3, device=device, requires_grad=True), "w")
     checks.assert_leaf(nn.Parameter(torch.randn(3, device=device)), "w")

@@ -1,7 +1,7 @@
 """The comparison table of lesson 4 says what PyTorch does: each fact of tests/facts/comparison.toml is
 checked against PyTorch here, and the table's row, in English and in Chinese, must say it, as must the
 README's opening (review P1: the table could claim that `Tensor.to` works in place while every other test
-passed). The quiz below the table prints what PyTorch does, compared strictly by nbval."""
+passed). The quiz above the table prints what PyTorch does, compared strictly by nbval."""
 import re
 import tomllib
 from pathlib import Path
@@ -83,6 +83,7 @@ def autograd():
     leaf = torch.ones(2, requires_grad=True)
     moved = leaf.to(torch.float64)
     assert not moved.is_leaf and moved.grad_fn is not None and leaf.to(torch.float32) is leaf
+    assert torch.ones(2).to(torch.float64).is_leaf  # without requires_grad nothing is recorded (review M5)
     model = nn.Linear(2, 2).to(torch.float64)
     assert all(p.is_leaf and p.requires_grad for p in model.parameters())
 

@@ -45,8 +45,11 @@ def test_an_unanswered_exercise_says_so(capsys):
 
 
 def test_an_unanswered_exercise_called_through_checks_call_says_so(capsys):
+    """A check calls the student's function through `checks.call`, which turns the stub's bare
+    NotImplementedError into a diagnostic: the student still reads "not answered yet", not "not yet"."""
     def stub():
         raise NotImplementedError
+
     self_check(lambda: checks.call("stub()", stub))
     out = capsys.readouterr().out
     assert fingerprint("practice_unanswered").en in out and fingerprint("practice_not_yet").en not in out
