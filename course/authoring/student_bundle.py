@@ -24,9 +24,6 @@ from ..classroom import ROOT
 from .monolingual import for_students
 
 PACKAGE = "autograder"  # what runs in a student's or a grading kernel: shipped whole
-# autograder's one-line re-exports of modules that moved to `course` (issue 24), kept for old course
-# configurations: instructor code, the only modules of the package that import `course`
-MOVED = ("feedback", "formgrade", "grading", "sandbox")
 STUDENT_FILES = ROOT / "deploy" / "student"   # README, Makefile, nbgrader and Jupyter configuration
 # Instructor-only requirements (monolingual views use OpenCC) stay out of the student environment.
 INSTRUCTOR_ONLY_REQUIREMENTS = ("opencc",)
@@ -99,8 +96,7 @@ def build(dest: Path, root: Path = ROOT) -> Path:
     dest.mkdir(parents=True)
     shutil.copytree(STUDENT_FILES, dest, dirs_exist_ok=True)
     (dest / "pyproject.toml").write_text(pyproject(root), "utf-8")
-    shutil.copytree(root / PACKAGE, dest / PACKAGE,
-                    ignore=shutil.ignore_patterns("__pycache__", *(f"{module}.py" for module in MOVED)))
+    shutil.copytree(root / PACKAGE, dest / PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
     (dest / "notebooks" / "figures").mkdir(parents=True)
     for lesson in sorted((root / "notebooks").glob("*.ipynb")):  # no answer printed under a prompt
         nbformat.write(for_students(nbformat.read(lesson, as_version=4)), dest / "notebooks" / lesson.name)
