@@ -163,10 +163,3 @@ def assert_batch_moved(result, original, device, what, depth=0):
     elif not (result is original or result == original):
         _fail("leaf_changed", what=what, expected=repr(original), found=repr(result))
 
-
-def assert_one_device(tensors: Mapping, what):
-    """All named tensors share one device."""
-    __tracebackhide__ = True
-    devices = sorted({str(_device_of(t)) for t in tensors.values()})
-    if len(devices) > 1:
-        _fail("mixed_devices", what=what, found=", ".join(devices))
