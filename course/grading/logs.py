@@ -1,8 +1,11 @@
 """Each student's grading log in `course grade`: every record one autograde logs, kept as a LogRecord,
-so that its warnings and nbgrader's notes are read from the records (their level, their message), never
-re-parsed from the formatted text, which quotes what a submission printed."""
+so that its warnings and nbgrader's notes are read from the records (their level, the code that logged
+them, their message), never re-parsed from the formatted text, which quotes what a submission printed."""
 import logging
 import re
+from pathlib import Path
+
+import nbgrader
 
 from autograder.messages import Bilingual, text
 
@@ -11,6 +14,7 @@ from ..terminal import VisibleLogFormatter, visible
 SHOWN_LINES = 12  # of one warning, on the terminal (the log file keeps all of it)
 REGRADED = "Removing existing assignment: "  # nbgrader's note when --force regrades
 UNCHANGED = "Skipping existing assignment: "  # nbgrader's note for a submission graded since it came in
+NBGRADER = Path(nbgrader.__file__).parent  # the code whose records are nbgrader's own notes
 
 
 class GradingLog(logging.Handler):
@@ -22,7 +26,6 @@ class GradingLog(logging.Handler):
     as nbgrader's console is (nbgrader_config.py): control characters visible, a record's later lines
     indented. Use it as `with GradingLog() as log:` around one autograde."""
     FORMAT = "[AutogradeApp | %(levelname)s] %(message)s"
-    APPLICATION = "AutogradeApp"  # the logger of nbgrader's application, whose notes are read here
 
     def __init__(self):
         super().__init__()
@@ -35,7 +38,7 @@ class GradingLog(logging.Handler):
     def __enter__(self) -> "GradingLog":
         from traitlets.log import get_logger
 
-        self.loggers = [logging.getLogger(self.APPLICATION), get_logger(), logging.getLogger("py.warnings")]
+        self.loggers = [logging.getLogger("AutogradeApp"), get_logger(), logging.getLogger("py.warnings")]
         for logger in self.loggers:
             logger.addHandler(self)
         logging.captureWarnings(True)
@@ -50,16 +53,20 @@ class GradingLog(logging.Handler):
         return "".join(f"{self.format(record)}\n" for record in self.records)
 
     def noted(self, note: str) -> bool:
-        """Whether nbgrader's application logged a message that starts with `note` (UNCHANGED, say)."""
-        return any(record.name == self.APPLICATION and record.getMessage().startswith(note)
-                   for record in self.records)
+        """Whether nbgrader's own code logged a message that starts with `note` (UNCHANGED, say): not a
+        line that a kernel printed, which the sandbox logs inside a record of its own."""
+        return any(is_note(record, note) for record in self.records)
 
     def warnings(self) -> list[str]:
         """The warnings and errors, each formatted, with at most SHOWN_LINES lines. That `--force`
         regrades is what the instructor asked for: nbgrader's note says so, no news."""
         return [shortened(self.format(record)) for record in self.records
                 if record.levelno >= logging.WARNING
-                and not (record.name == self.APPLICATION and record.getMessage().startswith(REGRADED))]
+                and not is_note(record, REGRADED)]
+
+
+def is_note(record: logging.LogRecord, note: str) -> bool:
+    return Path(record.pathname).is_relative_to(NBGRADER) and record.getMessage().startswith(note)
 
 
 def shortened(record: str) -> str:
