@@ -1,5 +1,6 @@
 """`course grade`: autograde a class with nbgrader, several submissions at a time (the work itself is
-course/grade.py), after checking the sandbox, the gradebook and the roster."""
+course/grading/), after checking the sandbox, the gradebook and the roster. The work is imported when the
+command runs, so that `course --help` imports neither nbgrader nor the kernels."""
 import argparse
 import contextlib
 import os
@@ -8,10 +9,6 @@ from pathlib import Path
 
 from autograder.messages import Bilingual, message, text
 
-from .. import grade, settings
-from ..grade import submitted_students
-from ..gradebook import off_roster, print_hand_grading, print_late, registered
-from ..kernels import sandbox
 from ..terminal import OwnLines, visible
 from . import is_course_with, say
 
@@ -42,7 +39,7 @@ def arguments(parser):
 
 
 def shard(given: str) -> tuple[int, int]:
-    """`--shard I/N`: this job grades shard I of N (course.grade.shard_of)."""
+    """`--shard I/N`: this job grades shard I of N (course.grading.shards.shard_of)."""
     index, _, count = given.partition("/")
     if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
         raise argparse.ArgumentTypeError(message("shard_invalid", given=given))
@@ -59,6 +56,10 @@ def run(args) -> int:
 
 
 def _grade(args, quote) -> int:
+    from .. import grading, settings
+    from ..gradebook import off_roster, print_hand_grading, print_late, registered
+    from ..kernels import sandbox
+
     root = Path(args.root)
     if not is_course_with(root, args.assignment, "grade"):
         return 2
@@ -76,14 +77,14 @@ def _grade(args, quote) -> int:
     if not registered(db_url, args.assignment):
         print(message("not_registered", assignment=args.assignment, gradebook=db_url), flush=True)
         return 2
-    students = args.student or submitted_students(root.resolve(), args.assignment)
+    students = args.student or grading.submitted_students(root.resolve(), args.assignment)
     if config.Autograde.get("create_student", True) is False:
         # nbgrader would refuse each of them with a traceback (MissingEntry), on every run: named once instead
         unknown = off_roster(db_url, students)
         if unknown:
             print(message("not_on_roster", students=", ".join(map(visible, unknown)), assignment=args.assignment), flush=True)
             students = [student for student in students if student not in unknown]
-    outcome = grade.grade(Path(args.root), args.assignment, args.jobs, config, students,
+    outcome = grading.grade(Path(args.root), args.assignment, args.jobs, config, students,
                                 progress=lambda line: print(line, flush=True),
                                 fork_server=not args.no_fork_server, shard=args.shard, force=args.force,
                                 quote=quote)

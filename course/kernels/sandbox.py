@@ -66,7 +66,6 @@ from autograder.messages import message
 from . import cgroups
 from ..terminal import visible
 
-NAME = "course-sandboxed-provisioner"
 NO_SANDBOX_VARIABLE = "COURSE_NO_SANDBOX"  # read by nbgrader_config.py, into Sandbox.enabled
 BWRAP_VARIABLE = "COURSE_BWRAP"  # another bwrap than the one on PATH
 SANDBOX_UID = SANDBOX_GID = 65534  # the sandbox's own view: "nobody", whoever grades

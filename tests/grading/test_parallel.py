@@ -14,7 +14,7 @@ from nbgrader.api import Gradebook
 
 from autograder.messages import Bilingual, fingerprint, shows, text
 from course import classroom
-from course.grade import run_jobs
+from course.grading.pool import run_jobs
 
 ASSIGNMENT = "a1_tensor_to"
 JOBS = (os.cpu_count() or 1) + 2  # more jobs than cores: the SQLite gradebook must still take every grade
@@ -261,22 +261,3 @@ def still_running(processes: dict[int, bytes]) -> list[int]:
 def parent_of(pid) -> int:
     with open(f"/proc/{pid}/status") as status:
         return int(next(line for line in status if line.startswith("PPid:")).split()[1])
-
-
-def test_the_terminal_gets_each_warning_of_a_log_shortened_with_escape_sequences_shown():
-    from course.grade import SHOWN_LINES, warnings_in
-
-    kernel_lines = "\n".join(f"  kernel> line {i}" for i in range(30))
-    log = ("[AutogradeApp | INFO] Converting notebook a.ipynb\n"
-           "[AutogradeApp | WARNING] Removing existing assignment: /course/autograded/s/a1\n"
-           "[AutogradeApp | WARNING] Attribute 'checksum' for cell test_x has changed!\n"
-           f"[AutogradeApp | WARNING] Kernel output (sandbox /s, exit status 1):\n{kernel_lines}\n"
-           "[AutogradeApp | ERROR] Kernel died \x1b]52;c;cGF5bG9hZA==\x07while waiting\n"
-           "[AutogradeApp | INFO] Writing 100 bytes\n")
-    shown = warnings_in(log)
-    assert [w.splitlines()[0] for w in shown] == [
-        "[AutogradeApp | WARNING] Attribute 'checksum' for cell test_x has changed!",
-        "[AutogradeApp | WARNING] Kernel output (sandbox /s, exit status 1):",
-        "[AutogradeApp | ERROR] Kernel died \\x1b]52;c;cGF5bG9hZA==\\x07while waiting"]  # a regrade's removal: no news
-    kernel = shown[1].splitlines()
-    assert len(kernel) == SHOWN_LINES + 1 and kernel[-1].strip() == f"… ({31 - SHOWN_LINES} more)"

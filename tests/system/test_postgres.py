@@ -25,7 +25,8 @@ from conftest import BIN, free_port, with_bin_on_path
 import system_tools
 
 from course import classroom
-from course.grade import in_shard, shard_of, submitted_students
+from course.grading import submitted_students
+from course.grading.shards import in_shard, shard_of
 from course.kernels.sandbox import SANDBOX_UID
 
 pytestmark = pytest.mark.build_independent  # the gradebook's database and the shards; no PyTorch build changes them: .ci/run runs it once

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from autograder import checks, has_data, integrity
+from autograder.checks import training
 from autograder.messages import message, shows, text
 from autograder.probes import count_transfers, save_as_if_from_cuda
 from autograder.simulate import simulated_accelerator
@@ -364,12 +365,6 @@ def test_module_on_names_a_parameter_left_behind(device):
                   checks.assert_module_on, model, device, "model")
 
 
-def test_mixed_devices_are_named(accelerator):
-    checks.assert_one_device({"a": torch.ones(1), "b": torch.ones(1)}, "batch")
-    fails_showing("mixed_devices", dict(what="batch", found=f"cpu, {accelerator}"),
-                  checks.assert_one_device, {"a": torch.ones(1), "b": torch.ones(1, device=accelerator)}, "batch")
-
-
 def test_call_turns_errors_into_bilingual_failures():
     def unanswered():
         raise NotImplementedError()
@@ -660,7 +655,7 @@ def test_amp_gradients_name_each_scaler_mistake(max_norm):
 def test_amp_gradients_blame_stale_gradients_only_when_they_are_stale():
     scale, max_norm = 1024.0, 2.5
     accumulated = {n: g + 100.0 / scale for n, g in RAW.items()}  # no zero_grad: the old 100 unscaled, added in
-    not_cleared = {n: g.float() for n, g in checks._clipped(accumulated, max_norm).items()}
+    not_cleared = {n: g.float() for n, g in training._clipped(accumulated, max_norm).items()}
     fails_with("stale_gradients", checks.assert_amp_gradients, with_gradients(not_cleared), RAW, scale, max_norm,
                "s", stale=100.0)
     halved = {n: g * 0.5 * min(1.0, max_norm / 5) for n, g in RAW.items()}  # wrong, and not for want of zero_grad

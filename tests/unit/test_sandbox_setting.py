@@ -34,8 +34,7 @@ def test_course_grade_no_sandbox_passes_the_setting_down_not_through_the_environ
     from types import SimpleNamespace
 
     from course import cli
-    from course import grade as grade_module
-    from course.commands import grade as grade_command
+    from course import gradebook, grading
 
     tmp_path = configured_folder
     (tmp_path / "source" / "a1").mkdir(parents=True)
@@ -46,10 +45,10 @@ def test_course_grade_no_sandbox_passes_the_setting_down_not_through_the_environ
         passed.append(config)
         return SimpleNamespace(graded=["ada"], seconds=0.0, unchanged=[], failed={}, logs=tmp_path)
 
-    monkeypatch.setattr(grade_module, "grade", grade)
-    monkeypatch.setattr(grade_command, "registered", lambda *a: True)
-    monkeypatch.setattr(grade_command, "print_hand_grading", lambda *a: None)
-    monkeypatch.setattr(grade_command, "print_late", lambda *a: None)
+    monkeypatch.setattr(grading, "grade", grade)
+    monkeypatch.setattr(gradebook, "registered", lambda *a: True)
+    monkeypatch.setattr(gradebook, "print_hand_grading", lambda *a: None)
+    monkeypatch.setattr(gradebook, "print_late", lambda *a: None)
     assert cli.main(["grade", "a1", "--root", str(tmp_path), "--no-sandbox"]) == 0
     assert not sandbox.enabled(passed[0])
     assert sandbox.NO_SANDBOX_VARIABLE not in os.environ

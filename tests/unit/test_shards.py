@@ -7,7 +7,7 @@ import pytest
 
 from autograder.messages import shows
 from course.cli import main
-from course.grade import in_shard, shard_of
+from course.grading.shards import in_shard, shard_of
 
 
 ASSIGNMENT = "a1_tensor_to"
