@@ -97,8 +97,10 @@ def grade(root: Path, assignment: str, jobs: int, config, students=None, progres
     outcome, started = Outcome(logs=root / LOGS / assignment), time.monotonic()
     outcome.logs.mkdir(parents=True, exist_ok=True)
     tasks = [(assignment, s, force) for s in students]
+    budget = submission_budget(root, assignment, config)
     for done, ((_, student, _), (finished, result)) in enumerate(
-            run_jobs(_grade_one, tasks, max(1, min(jobs, len(students) or 1)), initializer=_start_worker),
+            run_jobs(_grade_one, tasks, max(1, min(jobs, len(students) or 1)), initializer=_start_worker,
+                     deadline_s=budget, overdue=text("worker_over_budget", seconds=budget)),
             start=1):
         if finished:
             success, error, seconds, log = result
@@ -121,12 +123,26 @@ def grade(root: Path, assignment: str, jobs: int, config, students=None, progres
     return outcome
 
 
-def run_jobs(function, tasks, workers, initializer=None, initargs=()):
+def submission_budget(root: Path, assignment: str, config) -> int:
+    """Seconds a worker may spend on one submission before `course grade` kills it: each notebook's grading
+    budget (SafeExecute.grading_timeout, kernel and verdict together, which the worker itself keeps), and a
+    margin for nbgrader's own work (a first kernel's imports, a wait for the gradebook's lock)."""
+    from .plugins.autograde import SafeExecute
+    from .settings import BUSY_TIMEOUT_S
+
+    notebooks = len(list((root / "source" / assignment).glob("*.ipynb"))) or 1
+    return SafeExecute(config=config).grading_timeout * notebooks + BUSY_TIMEOUT_S + 60
+
+
+def run_jobs(function, tasks, workers, initializer=None, initargs=(), deadline_s=None, overdue=None):
     """Yield (task, (True, function(task))) for every task, as they finish, from `workers` forked
     worker processes; a task whose worker died yields (task, (False, cause)), with the cause as a
-    Bilingual, and a new worker takes its place."""
+    Bilingual, and a new worker takes its place. A task still running `deadline_s` seconds after it
+    started yields (task, (False, overdue)): this process, which no submission's code can signal,
+    kills its worker (the worker's sandboxes die with it) and the class goes on."""
     context = multiprocessing.get_context("fork")
     pending, idle, busy = list(reversed(tasks)), [], {}  # busy: connection → (process, task)
+    started = {}  # connection → when its task was sent
     try:
         while pending or busy:
             while pending and len(busy) < workers:
@@ -138,8 +154,19 @@ def run_jobs(function, tasks, workers, initializer=None, initargs=()):
                     connection.close()
                     continue
                 busy[connection] = (process, pending.pop())
+                started[connection] = time.monotonic()
+            for connection in [c for c in busy if deadline_s is not None
+                               and time.monotonic() - started[c] >= deadline_s]:
+                process, task = busy.pop(connection)
+                process.kill()
+                process.join(30)
+                connection.close()
+                yield task, (False, overdue)
+            if not busy:
+                continue
             sentinels = {process.sentinel: connection for connection, (process, _) in busy.items()}
-            for ready in multiprocessing.connection.wait([*busy, *sentinels]):
+            first_due = None if deadline_s is None else max(0.0, min(started[c] for c in busy) + deadline_s - time.monotonic())
+            for ready in multiprocessing.connection.wait([*busy, *sentinels], first_due):
                 connection = sentinels.get(ready, ready)
                 if connection not in busy:
                     continue  # its answer and its end were both ready: handled already
@@ -289,7 +316,7 @@ def _error_line(error: str) -> str | Bilingual:
     if "RecursionError" in error and "JSON" in error:
         return text("crafted_notebook")
     lines = [line.strip() for line in error.splitlines() if line.strip()]
-    named = [i for i, line in enumerate(lines) if re.match(r"[\w.]+(Error|Exception|Unavailable): ", line)
+    named = [i for i, line in enumerate(lines) if re.match(r"[\w.]+(Error|Exception|Unavailable|OverBudget): ", line)
              and "Please see the" not in line]
     if not named:
         return _shown(lines[-1] if lines else "")
