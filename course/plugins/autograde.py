@@ -28,6 +28,7 @@ from autograder.messages import message, printable
 from ..authoring.monolingual import source_to_traditional
 from ..kernels import forkserver, sandbox
 from ..kernels.manager import GradingKernelManager
+from ..terminal import visible
 
 RECORDS_LIMIT = 4 * 2**20  # bytes of verdict records read from the verdict process
 def is_test_cell(cell) -> bool:
@@ -52,6 +53,42 @@ class ForgetStaleFeedback(NbGraderPreprocessor):
         if os.path.isdir(stale):
             self.log.info(message("feedback_removed", student=info["student"], folder=stale))
             shutil.rmtree(stale)
+        return nb, resources
+
+
+class OnlyTheAssignmentsFiles(NbGraderPreprocessor):
+    """Nothing collected enters a grading kernel's sandbox unless it is the assignment's own.
+
+    nbgrader's autograde copies every file of `submitted/STUDENT/ASSIGNMENT` into the folder the kernel works
+    in (and may write), then the instructor's versions of the source folder's files over them. What else a
+    student put in their submission (a `torch.py` or `autograder/` that the kernel would import from its
+    working folder, files collected from elsewhere) is removed here, before any kernel starts, and named in a
+    warning: what stays is the source folder's files, the assignment's notebooks and nbgrader's
+    `timestamp.txt`. In the sanitize preprocessors, after ForgetStaleFeedback."""
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        folders = CourseDirectory(config=self.config)
+        working = folders.format_path(folders.autograded_directory, info["student"], info["assignment"])
+        source = folders.format_path(folders.source_directory, ".", info["assignment"])
+        with Gradebook(info["db_url"]) as gradebook:
+            notebooks = {f"{notebook.name}.ipynb" for notebook in gradebook.find_assignment(info["assignment"]).notebooks}
+        own = {os.path.relpath(path, source) for path in utils.find_all_files(source, folders.ignore + ["*.ipynb"])}
+        own |= notebooks | {"timestamp.txt"}
+        removed = []
+        for parent, dirs, files in os.walk(working, topdown=False):
+            for name in files + dirs:
+                path = os.path.join(parent, name)
+                relative = os.path.relpath(path, working)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    if not os.listdir(path) and not any(kept.startswith(relative + os.sep) for kept in own):
+                        os.rmdir(path)
+                elif relative not in own:
+                    os.unlink(path)
+                    removed.append(relative)
+        if removed:
+            self.log.warning(message("submission_extra_files", student=visible(info["student"]),
+                                     names=", ".join(visible(name) for name in sorted(removed)[:20])))
         return nb, resources
 
 
@@ -640,12 +677,14 @@ def _nbgrader_default(trait) -> list:
 
 def sanitize_pipeline() -> list:
     """nbgrader's sanitize preprocessors for autograde (the submission before anything runs), after the
-    submission's old feedback is removed (ForgetStaleFeedback), with cells of
+    submission's old feedback is removed (ForgetStaleFeedback) and every file that is not the assignment's with
+    it (OnlyTheAssignmentsFiles), with cells of
     malformed nbgrader metadata or unknown grade ids made ordinary cells, and OverwriteCells that does not
     warn about test cells left as released (their hidden tests make the checksum differ), so that a warning
     in the log means a test cell was really changed; before it, the cells of a 繁體 view made the released ones
     again (ViewedAsReleased)."""
-    pipeline = [f"{__name__}.ForgetStaleFeedback", *_nbgrader_default("sanitize_preprocessors")]
+    pipeline = [f"{__name__}.ForgetStaleFeedback", f"{__name__}.OnlyTheAssignmentsFiles",
+                *_nbgrader_default("sanitize_preprocessors")]
     pipeline.insert(pipeline.index(DeduplicateIds), f"{__name__}.DropMalformedMetadata")
     pipeline.insert(pipeline.index(OverwriteCells), f"{__name__}.ForgetUnknownCells")
     pipeline.insert(pipeline.index(OverwriteCells), f"{__name__}.ViewedAsReleased")

@@ -202,6 +202,10 @@ def graded(grader, course, tmp_path_factory):
                     .replace("ATTACK_TAG", tag)}
             notebook = edited(notebook, case)
         classroom.submit(root, ASSIGNMENT, student, notebook)
+        for name, text in case.get("extra_files", {}).items():
+            extra = classroom.notebook_path(root, "submitted", ASSIGNMENT, student).parent / name
+            extra.parent.mkdir(parents=True, exist_ok=True)
+            extra.write_text(text, "utf-8")
         if "filename" in case:
             path = classroom.notebook_path(root, "submitted", ASSIGNMENT, student)
             path.rename(path.with_name(case["filename"]))
@@ -278,6 +282,16 @@ def test_a_submission_past_its_grading_budget_is_not_graded_and_says_so(graded, 
     assert case["id"] not in scores
     assert shows(log, case["reported"]), log[-3000:]
     assert not classroom.notebook_path(course, "autograded", ASSIGNMENT, case["id"]).exists()
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if "noted" in c], ids=lambda c: c["id"])
+def test_what_the_grader_did_to_a_graded_submission_is_said_in_both_languages(graded, case):
+    """Extra files in a submission folder are left out of grading, with a note for the instructor naming them;
+    the kernel's folder then held only the assignment's files (its own check, test_no_attack_reaches...)."""
+    course, scores, log, _ = graded
+    assert shows(log, case["noted"]), log[-3000:]
+    autograded = classroom.notebook_path(course, "autograded", ASSIGNMENT, case["id"]).parent
+    assert sorted(path.name for path in autograded.iterdir()) == [f"{ASSIGNMENT}.ipynb", "timestamp.txt"]
 
 
 def test_nothing_a_submission_writes_reaches_the_terminal_raw(graded, grader):
