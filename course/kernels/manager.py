@@ -44,10 +44,20 @@ class GradingKernelManager(AsyncKernelManager):
         return await super()._async_pre_start_kernel(**kw)
 
 
-def use_for_nbgrader():
+def use_for_nbgrader(**moved):
     """Make nbgrader's own Execute preprocessor (the one `nbgrader validate` runs; nbgrader lets neither its
     list nor its kernel manager be configured) start its kernels with GradingKernelManager. Called from
-    nbgrader_config.py; autograde's SafeExecute asks for it directly."""
+    nbgrader_config.py; autograde's SafeExecute asks for it directly.
+
+    An older nbgrader_config.py passes `group_memory_bytes=…, group_processes=…`: they are settings now
+    (`c.Sandbox.memory_bytes`, `c.Sandbox.processes`). Such a file still loads, and grades sandboxed with the
+    settings' values; the log says the one-line fix (an error here would stop the file before its pipelines)."""
     from nbgrader.preprocessors import execute
+    from traitlets.log import get_logger
+
+    from autograder.messages import message
+
+    if moved:
+        get_logger().warning(message("sandbox_limits_moved", given=", ".join(f"{k}={v}" for k, v in sorted(moved.items()))))
 
     execute.AsyncKernelManager = GradingKernelManager

@@ -155,3 +155,16 @@ def test_every_limit_is_documented_by_help_all(capsys):
                     "DecideGrades.memory_bytes", "DecideGrades.cpu_seconds"]:
         assert f"--{setting}=" in shown, setting
     assert "Default: 6442450944" in shown and "Default: 512" in shown
+
+
+def test_an_older_config_that_passes_limits_to_use_for_nbgrader_still_loads_and_says_the_fix(caplog):
+    """An nbgrader_config.py copied before the limits became settings still loads (an error would stop the file
+    before its pipelines, and nbgrader would grade with its own, unsandboxed ones), and the log says the fix."""
+    import logging
+
+    from autograder.messages import shows
+    from course.kernels.manager import use_for_nbgrader
+
+    with caplog.at_level(logging.WARNING):
+        use_for_nbgrader(group_memory_bytes=6 * 2**30, group_processes=512)
+    assert shows(caplog.text, "sandbox_limits_moved") and "c.Sandbox.memory_bytes" in caplog.text
