@@ -420,15 +420,20 @@ class KernelSandbox:
 
 
 def _new_group(settings, log):
-    """The cgroup of a new sandbox, or None where there are none (said once per grading process)."""
+    """The cgroup of a new sandbox, or None where there are none. Which bound holds, and why, is said once per
+    grading process: a warning where sandboxes are not bounded as a whole."""
     group = cgroups.create(settings.memory_bytes, settings.processes)
-    if group is None and log is not None and not _said_no_group:
-        _said_no_group.append(True)
-        log.warning(message("sandbox_no_group", reason=cgroups.problem() or "cgroup not made"))
+    if log is not None and not _said_which_bound:
+        _said_which_bound.append(True)
+        holds, line = cgroups.said(settings.memory_bytes, settings.processes)
+        if holds and group is not None:
+            log.info(line)
+        else:
+            log.warning(line if not holds else message("sandbox_no_group", reason="the group could not be made"))
     return group
 
 
-_said_no_group = []
+_said_which_bound = []
 
 
 def _filter_file() -> int | None:

@@ -427,6 +427,22 @@ def test_a_sandboxs_group_is_gone_with_it(tmp_path):
     assert not any(f.exists() for f in folders)
 
 
+def test_where_groups_hold_the_grader_says_so_once_and_which(tmp_path, monkeypatch, caplog):
+    need_cgroups()
+    monkeypatch.setattr(sandbox, "_said_which_bound", [])
+    with caplog.at_level(logging.INFO):
+        for _ in range(2):
+            box = sandbox.KernelSandbox(tmp_path, log=logging.getLogger("test"))
+            box.start(["/bin/true"], sandbox.environment())
+            box.close()
+    assert caplog.text.count(fingerprint("sandbox_group").en) == 1 and fingerprint("sandbox_group").zh in caplog.text
+    from course.kernels import cgroups
+
+    version, parents = cgroups._places()
+    assert f"cgroup v{version}" in caplog.text and all(str(parent) in caplog.text for parent in parents)
+    assert fingerprint("sandbox_no_group").en not in caplog.text
+
+
 def test_the_groups_of_dead_graders_are_removed(tmp_path):
     from course.kernels import cgroups
 
@@ -445,7 +461,7 @@ def test_without_cgroups_grading_goes_on_and_says_what_holds(tmp_path, monkeypat
     from course.kernels import cgroups
 
     monkeypatch.setattr(cgroups, "_places", lambda: "no cgroup here (test)")
-    monkeypatch.setattr(sandbox, "_said_no_group", [])
+    monkeypatch.setattr(sandbox, "_said_which_bound", [])
     box = sandbox.KernelSandbox(tmp_path, log=logging.getLogger("test"))
     with caplog.at_level(logging.WARNING):
         box.start(["/bin/sh", "-c", "echo ran > out; sleep 30"], sandbox.environment())
