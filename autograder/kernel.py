@@ -22,7 +22,7 @@ def kernel_arguments(memory_bytes=MEMORY_BYTES, cpu_seconds=CPU_SECONDS) -> list
 
 
 def start_kernel(memory_bytes=None, cpu_seconds=None):
-    """Run first in every grading kernel (`Execute.extra_arguments`): remember the real functions,
+    """Run first in every grading kernel (`kernel_arguments`): remember the real functions,
     then cap the kernel's memory and CPU time so one submission cannot take the machine down."""
     from . import integrity
 
