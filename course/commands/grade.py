@@ -32,10 +32,31 @@ def arguments(parser):
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run submissions WITHOUT the sandbox, with all your rights (logged) / "
                              "不使用沙箱运行提交，拥有你的全部权限（会记录在日志中）")
+    parser.add_argument("--help-all", action=SettingsHelp, nargs=0,
+                        help="show every setting of grading (c.Sandbox..., c.SafeExecute..., in nbgrader_config.py) "
+                             "and exit / 显示评分的全部设置（nbgrader_config.py 中的 c.Sandbox... 等）并退出")
     parser.add_argument("--shard", type=shard, metavar="I/N",
                         help="only shard I of N: the students whose id hashes to it (one cluster job per "
                              "shard; README, \"Beyond one machine\") / 只评 N 片中的第 I 片：学生编号的哈希值"
                              "落在该片的学生（集群上每片一个任务；见 README 的“超出一台机器”）")
+
+
+def grading_classes() -> list:
+    """The classes whose settings bound grading (nbgrader's own `--help-all` lists only nbgrader's classes)."""
+    from ..kernels import sandbox
+    from ..kernels.manager import GradingKernelManager
+    from ..plugins.autograde import DecideGrades, SafeExecute
+
+    return [sandbox.Sandbox, GradingKernelManager, SafeExecute, DecideGrades]
+
+
+class SettingsHelp(argparse.Action):
+    """`course grade --help-all`: traitlets' own help of every grading setting, as `nbgrader --help-all` shows nbgrader's."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        for cls in grading_classes():
+            print(cls.class_get_help())
+        parser.exit()
 
 
 def shard(given: str) -> tuple[int, int]:
@@ -69,8 +90,8 @@ def _grade(args, quote) -> int:
         config.Sandbox.enabled = False
         shown = text("sandbox_disabled")
         say(shown.en, shown.zh)
-    elif sandbox.enabled(config) and sandbox.problem():
-        shown = text("sandbox_unavailable", reason=sandbox.problem())
+    elif sandbox.enabled(config) and sandbox.problem(config):
+        shown = text("sandbox_unavailable", reason=sandbox.problem(config))
         say(shown.en, shown.zh)
         return 2
     db_url = settings.gradebook_url(config)

@@ -80,8 +80,10 @@ def grade(root: Path, assignment: str, jobs: int, config, students=None, progres
     outcome, started = Outcome(logs=root / LOGS / assignment), time.monotonic()
     outcome.logs.mkdir(parents=True, exist_ok=True)
     tasks = [(assignment, s, force) for s in students]
+    budget = submission_budget(root, assignment, config)
     for done, ((_, student, _), (finished, result)) in enumerate(
-            run_jobs(_grade_one, tasks, max(1, min(jobs, len(students) or 1)), initializer=_start_worker),
+            run_jobs(_grade_one, tasks, max(1, min(jobs, len(students) or 1)), initializer=_start_worker,
+                     deadline_s=budget, overdue=text("worker_over_budget", seconds=budget)),
             start=1):
         graded = result if finished else Graded(False, text("worker_died", cause=result), 0.0, "", [], False)
         if not graded.success:
@@ -99,6 +101,17 @@ def grade(root: Path, assignment: str, jobs: int, config, students=None, progres
             quote(quoted(student, warning))
     outcome.seconds = time.monotonic() - started
     return outcome
+
+
+def submission_budget(root: Path, assignment: str, config) -> int:
+    """Seconds a worker may spend on one submission before `course grade` kills it: each notebook's grading
+    budget (SafeExecute.grading_timeout, kernel and verdict together, which the worker itself keeps), and a
+    margin for nbgrader's own work (a first kernel's imports, a wait for the gradebook's lock)."""
+    from ..plugins.autograde import SafeExecute
+    from ..settings import BUSY_TIMEOUT_S
+
+    notebooks = len(list((root / "source" / assignment).glob("*.ipynb"))) or 1
+    return SafeExecute(config=config).grading_timeout * notebooks + BUSY_TIMEOUT_S + 60
 
 
 def _configure(config):

@@ -82,7 +82,7 @@ def error_line(error: str) -> str | Bilingual:
     if "RecursionError" in error and "JSON" in error:
         return text("crafted_notebook")
     lines = [line.strip() for line in error.splitlines() if line.strip()]
-    named = [i for i, line in enumerate(lines) if re.match(r"[\w.]+(Error|Exception|Unavailable): ", line)
+    named = [i for i, line in enumerate(lines) if re.match(r"[\w.]+(Error|Exception|Unavailable|OverBudget): ", line)
              and "Please see the" not in line]
     if not named:
         return _shown(lines[-1] if lines else "")

@@ -8,18 +8,22 @@ import ctypes
 import multiprocessing
 import multiprocessing.connection
 import signal
+import time
 
 from autograder.messages import Bilingual
 
 _PR_SET_PDEATHSIG = 1
 
 
-def run_jobs(function, tasks, workers, initializer=None, initargs=()):
+def run_jobs(function, tasks, workers, initializer=None, initargs=(), deadline_s=None, overdue=None):
     """Yield (task, (True, function(task))) for every task, as they finish, from `workers` forked
     worker processes; a task whose worker died yields (task, (False, cause)), with the cause as a
-    Bilingual, and a new worker takes its place."""
+    Bilingual, and a new worker takes its place. A task still running `deadline_s` seconds after it
+    started yields (task, (False, overdue)): this process, which no submission's code can signal,
+    kills its worker (the worker's sandboxes die with it) and the class goes on."""
     context = multiprocessing.get_context("fork")
     pending, idle, busy = list(reversed(tasks)), [], {}  # busy: connection → (process, task)
+    started = {}  # connection → when its task was sent
     try:
         while pending or busy:
             while pending and len(busy) < workers:
@@ -31,8 +35,19 @@ def run_jobs(function, tasks, workers, initializer=None, initargs=()):
                     connection.close()
                     continue
                 busy[connection] = (process, pending.pop())
+                started[connection] = time.monotonic()
+            for connection in [c for c in busy if deadline_s is not None
+                               and time.monotonic() - started[c] >= deadline_s]:
+                process, task = busy.pop(connection)
+                process.kill()
+                process.join(30)
+                connection.close()
+                yield task, (False, overdue)
+            if not busy:
+                continue
             sentinels = {process.sentinel: connection for connection, (process, _) in busy.items()}
-            for ready in multiprocessing.connection.wait([*busy, *sentinels]):
+            first_due = None if deadline_s is None else max(0.0, min(started[c] for c in busy) + deadline_s - time.monotonic())
+            for ready in multiprocessing.connection.wait([*busy, *sentinels], first_due):
                 connection = sentinels.get(ready, ready)
                 if connection not in busy:
                     continue  # its answer and its end were both ready: handled already

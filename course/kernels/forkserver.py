@@ -165,7 +165,7 @@ def prestart_for_autograde(config):
     """Start this process's fork server for sandboxed autograde kernels now, so that its imports
     overlap nbgrader's work on the first submission (the first kernel would start it anyway). `config`:
     the command's Config (whether the sandbox is on)."""
-    if sys.platform.startswith("linux") and sandbox.enabled(config) and not sandbox.problem():
+    if sys.platform.startswith("linux") and sandbox.enabled(config) and not sandbox.problem(config):
         # what a sandboxed kernel's environment will be while nbgrader autogrades (the server's key)
         fork_server(sys.executable, autograde_environment())
 

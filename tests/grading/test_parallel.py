@@ -164,7 +164,19 @@ def test_not_a_course_folder_is_an_error(tmp_path, course):
 def _job(task):
     if task == "dies":
         os.kill(os.getpid(), signal.SIGKILL)
+    if task == "hangs":
+        time.sleep(3600)
     return task.upper()
+
+
+def test_a_task_past_its_deadline_costs_only_itself():
+    """A worker held past the submission's budget is killed by the grading process (which no submission can
+    signal): that task is reported overdue, the others finish, nobody waits for the hung one."""
+    started = time.monotonic()
+    results = dict(run_jobs(_job, ["a", "hangs", "b", "c"], 2, deadline_s=3, overdue=Bilingual("late", "迟")))
+    assert time.monotonic() - started < 30
+    assert results.pop("hangs") == (False, Bilingual("late", "迟"))
+    assert results == {"a": (True, "A"), "b": (True, "B"), "c": (True, "C")}
 
 
 def test_a_dead_worker_costs_only_its_task():

@@ -56,7 +56,7 @@ def test_a_submission_cannot_plant_a_diagnosis(monkeypatch):
                                                     autograde.DIAGNOSIS: {"key": "not_answered"}})
              for grade_id in ("test_a", "test_b")]
     records = {"test_a": {"passed": True}, "test_b": {"passed": False, "key": "wrong_device", "message": "…"}}
-    monkeypatch.setattr(autograde.DecideGrades, "verdict", lambda self, cells, references=None: records)
+    monkeypatch.setattr(autograde.DecideGrades, "verdict", lambda self, cells, references=None, **limits: records)
     notebook, _ = autograde.DecideGrades().preprocess(new_notebook(cells=cells), {})
     assert autograde.DIAGNOSIS not in notebook.cells[0].metadata
     assert notebook.cells[1].metadata[autograde.DIAGNOSIS] == {"key": "wrong_device"}

@@ -193,8 +193,9 @@ def test_the_course_configuration_runs_nbgraders_pipelines_with_the_courses_step
                 "course.plugins.autograde.SafeExecute": "Execute"}
     added = {"course.plugins.autograde.DropMalformedMetadata", "course.plugins.autograde.ForgetUnknownCells",
              "course.plugins.autograde.ViewedAsReleased", "course.plugins.autograde.DecideGrades",
-             "course.plugins.autograde.ForgetStaleFeedback", "course.plugins.autograde.RememberAttempts"}
-    for trait, steps in [("sanitize_preprocessors", ["ForgetStaleFeedback", "DropMalformedMetadata", "DeduplicateIds",
+             "course.plugins.autograde.ForgetStaleFeedback", "course.plugins.autograde.RememberAttempts",
+             "course.plugins.autograde.OnlyTheAssignmentsFiles"}
+    for trait, steps in [("sanitize_preprocessors", ["ForgetStaleFeedback", "OnlyTheAssignmentsFiles", "DropMalformedMetadata", "DeduplicateIds",
                                                      "ForgetUnknownCells", "ViewedAsReleased", "OverwriteCellsQuietly"]),
                          ("autograde_preprocessors", ["SafeExecute", "DecideGrades", "SaveAutoGrades",
                                                       "RememberAttempts"])]:
@@ -340,3 +341,34 @@ def test_feedback_is_in_the_chinese_form_the_roster_names_for_the_student(tmp_pa
     assert answer.source == "x = 1  # 我的答案：设备"  # as submitted
     assert [cell.source for cell in page("li")] == ["请把结果赋值给变量。", "x = 1  # 我的答案：设备", "# 隐藏测试已在此运行"]
     assert [cell.source for cell in page("someone-not-on-the-roster")][0] == "请把结果赋值给变量。"
+
+
+def test_only_the_assignments_own_files_stay_where_the_kernel_works(gradebook, tmp_path, caplog):
+    """Before any kernel starts, the grading folder keeps the source folder's files, the assignment's notebooks
+    and nbgrader's timestamp; whatever else the submission brought is removed and named, in both languages."""
+    import logging
+
+    from traitlets.config import Config
+
+    from autograder.messages import shows
+    from course.plugins.autograde import OnlyTheAssignmentsFiles
+
+    (tmp_path / "source" / "a1" / "data").mkdir(parents=True)
+    (tmp_path / "source" / "a1" / "data" / "points.csv").write_text("1,2")
+    working = tmp_path / "autograded" / "ada" / "a1"
+    for name in ["nb.ipynb", "other.ipynb", "timestamp.txt", "data/points.csv", "torch.py", "data/extra.csv",
+                 "autograder/__init__.py"]:
+        (working / name).parent.mkdir(parents=True, exist_ok=True)
+        (working / name).write_text("x")
+    (working / "link").symlink_to(tmp_path / "source")
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+    resources = {"nbgrader": {"student": "ada", "assignment": "a1", "notebook": "nb", "db_url": gradebook}}
+    with caplog.at_level(logging.WARNING):
+        OnlyTheAssignmentsFiles(config=config, log=logging.getLogger("test")).preprocess(new_notebook(), resources)
+    kept = sorted(str(path.relative_to(working)) for path in working.rglob("*"))
+    assert kept == ["data", "data/points.csv", "nb.ipynb", "timestamp.txt"]
+    assert shows(caplog.text, "submission_extra_files")
+    for name in ["other.ipynb", "torch.py", "data/extra.csv", "autograder/__init__.py", "link"]:
+        assert name in caplog.text
+    assert (tmp_path / "source" / "a1" / "data" / "points.csv").exists()  # the link was removed, not followed

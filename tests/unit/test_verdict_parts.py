@@ -50,6 +50,32 @@ def test_the_grader_waits_for_each_record_no_longer_than_its_deadline(pauses, re
     os.close(writer)
 
 
+def test_a_verdict_still_running_when_the_grading_budget_ends_is_over_budget():
+    """The grading process keeps the notebook's whole budget (SafeExecute.grading_timeout): a verdict that sends
+    each line just within its own deadline is stopped when the budget ends, and the notebook is not graded."""
+    from course.plugins.autograde import OVER_BUDGET
+
+    reader, writer = os.pipe()
+    stop = threading.Event()
+
+    def trickle():  # one line every 0.3 s, each well within its own 1 s deadline
+        while not stop.wait(0.3):
+            os.write(writer, b"{}\n")
+
+    thread = threading.Thread(target=trickle)
+    thread.start()
+    started = time.monotonic()
+    try:
+        assert read_records(reader, [1.0, 1.0], ends=started + 1.5) is OVER_BUDGET
+        assert 1.4 < time.monotonic() - started < 2.5
+        assert read_records(reader, [1.0, 0.1], ends=time.monotonic() + 60) != OVER_BUDGET  # its own deadline first
+    finally:
+        stop.set()
+        thread.join()
+        os.close(reader)
+        os.close(writer)
+
+
 def test_records_without_the_ready_line_or_with_an_instructors_error_stop_the_notebook():
     decide = DecideGrades()
     assert decide.records(['{"ready": true}', '{"grade_id": "t", "passed": true}']) == {"t": {"grade_id": "t", "passed": True}}
