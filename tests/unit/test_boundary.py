@@ -17,7 +17,6 @@ from autograder import boundary, checks, has_data, same_device
 from autograder.checks import core
 from autograder.messages import shows
 
-pytestmark = pytest.mark.unit
 Sample = namedtuple("Sample", ["image", "label"])
 
 
