@@ -1,27 +1,14 @@
-import contextlib
-import os
-import re
-import shutil
-import socket
+"""Fixtures and hooks, found by pytest without an import; the helpers the tests import are tests/support/."""
 import subprocess
-import sys
-import time
-import urllib.request
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-import system_tools
 import torch
+from support.paths import BIN
+from support.services import CHROMIUM_FLAGS, chromium
 
 from autograder import grading_devices
 from course import classroom
-
-# diagnostics of the catalogue that say what went wrong but not which point of the course: no one
-# section teaches them (tests/unit/test_insights.py, tests/grading/test_insights_demo.py)
-GENERIC_DIAGNOSTICS = {"raised", "verdict_call_raised", "wrong_values", "wrong_shape", "not_answered", "expected_error", "expected_none", "not_a_module",
-                       "not_a_tensor"}
-
 
 TIERS = ("unit", "grading", "system")  # tests/unit/, tests/grading/, tests/system/ (pyproject.toml's markers)
 
@@ -31,32 +18,6 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if item.path.parent.name in TIERS:
             item.add_marker(item.path.parent.name)
-
-
-BIN = Path(sys.executable).parent  # this environment's commands: course, nbgrader, jupyter, alembic
-
-
-def readme_steps(heading: str) -> list[str]:
-    """The commands of the first bash block under `heading` in the README, comments dropped: what the tests
-    of the instructor's steps run as written (test_instructor_workflow.py, test_exchange.py)."""
-    readme = (classroom.ROOT / "README.md").read_text("utf-8")
-    section = readme.split(f"\n{heading}\n", 1)[1]
-    block = re.search(r"```bash\n(.*?)```", section, flags=re.DOTALL).group(1)
-    return [line.split("#", 1)[0].strip() for line in block.splitlines() if line.split("#", 1)[0].strip()]
-
-
-def with_bin_on_path(env=None) -> dict:
-    """`env` (default: this process's environment) with this environment's bin first on PATH, as in an
-    activated environment: nbgrader runs `alembic` from there."""
-    env = dict(os.environ if env is None else env)
-    return {**env, "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}"}
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(params=grading_devices(), ids=str)
@@ -106,17 +67,6 @@ def demo(course, tmp_path_factory):
     return run
 
 
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def chromium() -> str:
-    found = os.environ.get("COURSE_CHROMIUM") or shutil.which("chromium")
-    if not found:
-        system_tools.missing("Chromium", "make browser: apt-get install chromium", "COURSE_SKIP_BROWSER")
-    return found
-
-
 @pytest.fixture(scope="module")
 def browser():
     """Debian's Chromium driven by Playwright (no browser download), shared by a module's browser tests.
@@ -140,34 +90,3 @@ def page(browser):
     context.close()
 
 
-@contextlib.contextmanager
-def jupyter(app: str, root: Path, base: Path, *arguments, program=None, env=None):
-    """`jupyter lab` or `jupyter server` of this environment on a free loopback port, run in `root` with
-    temporary configuration under `base`; yields its url and token. `program` replaces
-    `jupyter APP` (a student's `python start.py`, which starts JupyterLab of its own environment), `env`
-    this process's environment variables."""
-    port, token = free_port(), "course-browser-test"
-    env = {**with_bin_on_path(env), "JUPYTER_CONFIG_DIR": str(base / "config"), "JUPYTER_RUNTIME_DIR": str(base / "runtime")}
-    server = subprocess.Popen(
-        [*(program or [str(BIN / "jupyter"), app]), "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={root}", *arguments],
-        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    pytest.fail(f"jupyter {app} did not start within 120 s")
-                time.sleep(0.5)
-        yield {"url": url, "token": token}
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()

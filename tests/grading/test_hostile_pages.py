@@ -23,7 +23,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell
 from nbgrader.api import Gradebook
 
 from course import classroom
-from conftest import jupyter
+from support.services import jupyter
 
 ASSIGNMENT = "a1_tensor_to"
 WRITTEN = "written_to_vs_module"

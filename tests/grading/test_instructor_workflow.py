@@ -14,12 +14,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import readme_steps, with_bin_on_path
 from nbgrader.api import Gradebook
 
-from autograder.messages import shows
 from course import classroom
 from course.terminal import OWN
+from support.messages import shows
+from support.paths import with_bin_on_path
+from support.readme import readme_steps
 
 ASSIGNMENT = "a1_tensor_to"
 EXCHANGE_COMMANDS = ("release_assignment", "collect", "submit", "fetch_assignment", "release_feedback")

@@ -12,9 +12,10 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder.messages import Bilingual, fingerprint, shows, text
+from autograder.messages import Bilingual, text
 from course import classroom
 from course.grade import run_jobs
+from support.messages import fingerprint, shows
 
 ASSIGNMENT = "a1_tensor_to"
 JOBS = (os.cpu_count() or 1) + 2  # more jobs than cores: the SQLite gradebook must still take every grade

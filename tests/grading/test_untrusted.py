@@ -26,9 +26,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from autograder.messages import shows
 from course import classroom
 from course.terminal import CONTROL_BUT_LINES, OWN
+from support.messages import shows
 
 ASSIGNMENT = "a1_tensor_to"
 CASES = classroom.corpus("untrusted")["case"]

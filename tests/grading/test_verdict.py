@@ -15,11 +15,12 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from autograder.messages import shows
 from course import classroom
 from course.kernels import forkserver
 from course.plugins import autograde
 from course.plugins.autograde import DecideGrades, SafeExecute, VerdictUnavailable
+from support.messages import shows
+from support.notebooks import hidden_lines
 
 FORGERIES = classroom.corpus("forgeries")["forgery"]
 ASSIGNMENTS = sorted({f["assignment"] for f in FORGERIES})
@@ -429,7 +430,7 @@ def test_no_hidden_test_reaches_the_graded_notebook(graded, forgery):
     """What feedback is built from: no line of a hidden test, plain or base64-encoded, in any output."""
     root, _, _ = graded[forgery["assignment"]]
     source = nbformat.read(classroom.notebook_path(root, "source", forgery["assignment"]), as_version=4)
-    hidden = {line for line in classroom.hidden_lines(source, regions=("HIDDEN TESTS",)) if len(line) > 12}
+    hidden = {line for line in hidden_lines(source, regions=("HIDDEN TESTS",)) if len(line) > 12}
     encoded = {base64.b64encode(line.encode()).decode()[:16] for line in hidden}
     notebook = nbformat.read(classroom.notebook_path(root, "autograded", forgery["assignment"], forgery["id"]),
                              as_version=4)

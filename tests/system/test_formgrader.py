@@ -13,7 +13,7 @@ from nbgrader.api import Gradebook
 
 from course import classroom
 from course.plugins.feedback import needs_hand_grading
-from conftest import jupyter
+from support.services import jupyter
 
 pytestmark = pytest.mark.build_independent  # the formgrader's pages; no PyTorch build changes them: .ci/run runs it once
 

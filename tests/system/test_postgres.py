@@ -21,12 +21,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import BIN, free_port, with_bin_on_path
-import system_tools
 
 from course import classroom
 from course.grade import in_shard, shard_of, submitted_students
 from course.kernels.sandbox import SANDBOX_UID
+from support import system_tools
+from support.paths import BIN, free_port, with_bin_on_path
 
 pytestmark = pytest.mark.build_independent  # the gradebook's database and the shards; no PyTorch build changes them: .ci/run runs it once
 

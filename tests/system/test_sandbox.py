@@ -23,13 +23,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import BIN, with_bin_on_path
 
-from autograder.messages import fingerprint
 from course import classroom
 from course.kernels import sandbox
 from course.kernels.manager import GradingKernelManager
-from system_tools import missing
+from support.messages import fingerprint
+from support.paths import BIN, with_bin_on_path
+from support.system_tools import missing
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ import torch
 
 from autograder import boundary, checks, has_data, same_device
 from autograder.checks import core
-from autograder.messages import shows
+from support.messages import shows
 
 Sample = namedtuple("Sample", ["image", "label"])
 

@@ -9,9 +9,10 @@ import torch
 from torch import nn
 
 from autograder import checks, has_data, integrity
-from autograder.messages import message, shows, text
+from autograder.messages import message, text
 from autograder.probes import count_transfers, save_as_if_from_cuda
 from autograder.simulate import simulated_accelerator
+from support.messages import shows
 
 CHECKS_FOLDER = Path(checks.__file__).parent  # every module of the checks' namespace
 

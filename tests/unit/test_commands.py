@@ -6,11 +6,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import with_bin_on_path
 from nbgrader.api import Gradebook
 
-from autograder.messages import shows
 from course import classroom
+from support.messages import shows
+from support.paths import with_bin_on_path
 
 COMMANDS = ["grade", "status", "insights"]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from traitlets.utils.importstring import import_item
 
-from autograder.messages import shows
 from course import classroom
 from course.authoring import student_bundle
+from support.messages import shows
 
 PACKAGE = student_bundle.ROOT / "autograder"
 KERNEL_MODULES = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in student_bundle.MOVED)

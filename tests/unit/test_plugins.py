@@ -12,10 +12,10 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from nbgrader.api import Gradebook
 
-from autograder.messages import shows
 from course.authoring.monolingual import to_traditional
 from course.plugins.autograde import DropMalformedMetadata, ForgetUnknownCells, ViewedAsReleased
 from course.plugins.feedback import HideHiddenTests, RequireHandGrading, WrapDiagnostics
+from support.messages import shows
 
 
 def graded_cell(source, grade_id, points=2, solution=False, **kind):

@@ -13,8 +13,9 @@ import pytest
 from nbgrader.utils import determine_grade
 
 from autograder import verdict
-from autograder.messages import printable, shows
+from autograder.messages import printable
 from course.plugins.autograde import DecideGrades, VerdictUnavailable, decided_outputs, read_records, verdict_cell
+from support.messages import shows
 
 
 def test_the_judge_stubs_the_callables_the_students_cells_bound_and_nothing_else():
@@ -115,8 +116,6 @@ def raised_in_grader(error, lines):
 
 
 def test_an_error_the_students_code_raised_shows_its_message_and_the_students_line():
-    from autograder.messages import shows
-
     shown = raised_in_grader("ValueError: double needs a float32 tensor",
                              f"{RAISE_LINE}\nchecks.call('double(x)', double, x.to(secret_dtype))")
     assert shows(shown, "verdict_call_raised_at") and "line of yours" in shown
@@ -144,8 +143,6 @@ def test_a_quoted_line_is_the_students_own_whatever_the_caller_pads_it_with():
 
 
 def test_a_line_the_student_did_not_write_is_not_quoted():
-    from autograder.messages import shows
-
     shown = raised_in_grader("ValueError: double", "for secret_dtype in [torch.float64]:")
     assert shows(shown, "verdict_call_raised") and "secret_dtype" not in shown and "line of yours" not in shown
 

@@ -12,17 +12,17 @@ import pytest
 from zhon import cedict
 
 from course import classroom
-from course.authoring import student_bundle
 from course.authoring.glossary import terms
 from course.authoring.monolingual import (answers_to_prompts, code_to_traditional, for_students, monolingual,
                                           opencc_with_terms, to_traditional)
+from support.notebooks import student_notebooks
 
 
 ROOT = classroom.ROOT
 LESSON = ROOT / "notebooks" / "03_module_to.ipynb"
 RELEASE = classroom.notebook_path(ROOT, "release", "a1_tensor_to")
 CJK = re.compile(r"[\u4e00-\u9fff]")
-NOTEBOOKS = student_bundle.student_notebooks(ROOT)  # the twelve lessons and the four release notebooks
+NOTEBOOKS = student_notebooks(ROOT)  # the twelve lessons and the four release notebooks
 ZH_HANT = json.loads((ROOT / "course" / "authoring" / "zh_hant.json").read_text("utf-8"))
 OVERRIDES = [entry for group in ("taiwan", "fixes", "quotes") for entry in ZH_HANT[group]]
 # characters only 简体 writes (CC-CEDICT): 这, 处, 编, … but not 台, 干, 里, 只, which 繁體 writes too
