@@ -79,11 +79,9 @@ def test_chinese_twins_use_the_glossary_terms(path):
 
 
 @pytest.fixture(scope="module", params=ASSIGNMENTS)
-def regenerated(request, tmp_path_factory):
+def regenerated(request, course_folder):
     """The assignment's release generated afresh by nbgrader from the committed source."""
-    course = tmp_path_factory.mktemp(request.param)
-    classroom.prepare_course(course, request.param)
-    return request.param, course
+    return request.param, course_folder(request.param, request.param)
 
 
 def test_committed_release_is_what_nbgrader_generates(regenerated):

@@ -26,7 +26,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from course import classroom
+from course import classroom, settings
 from course.terminal import CONTROL_BUT_LINES, OWN
 from support.messages import shows
 
@@ -181,11 +181,8 @@ def processes_of(root: Path, tag: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def graded(grader, course, tmp_path_factory):
-    root = tmp_path_factory.mktemp("untrusted")
-    classroom.prepare_course(root, ASSIGNMENT)
-    with open(root / "nbgrader_config.py", "a", encoding="utf-8") as config:
-        config.write(TEST_LIMITS)
+def graded(grader, course, course_folder):
+    root = course_folder(ASSIGNMENT, "untrusted", config=TEST_LIMITS)
     listener, tag = Listener(), f"course-attack-{uuid.uuid4().hex[:12]}"
     for student in CONTROLS:
         classroom.submit(root, ASSIGNMENT, student, classroom.solved_notebook(root, ASSIGNMENT))
@@ -326,7 +323,7 @@ def test_the_class_finishes_in_bounded_time_with_a_consistent_gradebook(graded):
     assert set(scores) == graded_cases | set(CONTROLS)
     from nbgrader.api import Gradebook
 
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+    with Gradebook(settings.gradebook_url(settings.load(course))) as gradebook:
         for student in scores:
             submission = gradebook.find_submission(ASSIGNMENT, student)
             assert submission.score == pytest.approx(sum(scores[student].values()))

@@ -374,14 +374,11 @@ def grader(request):
 
 
 @pytest.fixture(scope="module")
-def graded(grader, course, tmp_path_factory):
+def graded(grader, course, course_folder):
     """assignment → (course folder, points per student and test cell, log)"""
     classes = {}
     for assignment in ASSIGNMENTS:
-        root = tmp_path_factory.mktemp(f"forgeries-{assignment}")
-        classroom.prepare_course(root, assignment)
-        with open(root / "nbgrader_config.py", "a", encoding="utf-8") as config:
-            config.write("\nc.Execute.timeout = 60\n")
+        root = course_folder(assignment, f"forgeries-{assignment}", config="\nc.Execute.timeout = 60\n")
         classroom.submit(root, assignment, CONTROL, classroom.solved_notebook(root, assignment))
         for forgery in FORGERIES:
             if forgery["assignment"] == assignment:
@@ -463,14 +460,11 @@ def test_no_forged_passed_line_appears_under_a_failed_test(graded, forgery):
 
 
 @pytest.mark.parametrize("grader", ["nbgrader autograde", "course grade"])
-def test_a_verdict_that_cannot_run_records_no_zero_under_either_grader(grader, course, tmp_path):
+def test_a_verdict_that_cannot_run_records_no_zero_under_either_grader(grader, course, course_folder):
     """Issue 41: a verdict that failed for a reason that is not the submission's gave the instructor's own
     solution 0 of 11 under one grader. Now both stop that notebook with a message for the instructor and
     record nothing (here the verdict is given no time to start)."""
-    root = tmp_path / "course"
-    classroom.prepare_course(root, "a1_tensor_to")
-    with open(root / "nbgrader_config.py", "a", encoding="utf-8") as config:
-        config.write("\nc.DecideGrades.start_seconds = 0  # the verdict cannot say it is ready in time\n")
+    root = course_folder("a1_tensor_to", config="\nc.DecideGrades.start_seconds = 0  # the verdict cannot say it is ready in time\n")
     classroom.submit(root, "a1_tensor_to", "instructor", classroom.solved_notebook(root, "a1_tensor_to"))
     if grader == "nbgrader autograde":
         code, log = classroom.nbgrader(root, "autograde", "a1_tensor_to", check=False)

@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course import classroom
+from course import classroom, settings
 from course.authoring import student_bundle
 from course.kernels import sandbox
 from support import unix_users
@@ -168,7 +168,7 @@ def grade_written_answers_by_hand(course: Path):
     """What the formgrader does when the instructor gives every written answer its points."""
     from nbgrader.api import Gradebook
 
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+    with Gradebook(settings.gradebook_url(settings.load(course))) as gradebook:
         for submission in gradebook.assignment_submissions(ASSIGNMENT):
             for notebook in submission.notebooks:
                 for grade in notebook.grades:
