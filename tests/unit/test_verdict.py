@@ -297,3 +297,71 @@ def test_the_program_writes_only_in_its_own_folder_and_signals_only_itself(tmp_p
     outcome = os.read(reader, 100).decode().split(",")
     assert outcome[:2] == ["refused", "done"] and judges.read_text() == "the judge's checkpoint"
     assert outcome[2] == ("refused" if abi >= 6 else "done")
+
+
+# ------------------------------------------------------------------ the edges mutation testing found (make mutation)
+
+def test_the_instructors_own_callables_and_python_dunders_are_never_stubbed():
+    def check():
+        pass
+
+    def helper():
+        pass
+
+    program = {"check": check, "helper": helper, "__getattr__": helper, "__builtins__": {}}
+    assert verdict.student_names(program, {"check": check}) == ["helper"]
+
+
+@pytest.mark.parametrize("result", [
+    {"key": "no_such_message", "fields": {}},
+    {"key": "wrong_values", "fields": [["what", {"str": "x"}]]},
+    {"key": "wrong_values", "fields": {}},
+    {"key": "expected_none", "fields": {"what": {"str": "f(x)"}, "found": ["'x'"], "hint": {"text": "hint_no_tensors"}}},
+], ids=["unknown-message", "fields-not-a-mapping", "fields-missing", "a-field-not-typed"])
+def test_a_record_the_grader_cannot_render_as_written_shows_only_that_a_check_failed(result):
+    assert shows(verdict.render(result, "x = 1"), "verdict_failed")
+
+
+def test_a_hidden_run_of_words_is_dots_even_when_each_word_is_visible_alone():
+    visible = "x = alpha + beta\ny = gamma + delta\n"
+    source = visible + "### BEGIN HIDDEN TESTS\nsecret = alpha(beta, gamma, delta)\n### END HIDDEN TESTS\n"
+    fields = {"what": {"str": "f(x)"}, "found": {"str": "'alpha beta gamma delta'"}, "hint": {"text": "hint_no_tensors"}}
+    shown = verdict.render({"key": "expected_none", "fields": fields}, source, visible)
+    assert "alpha beta gamma delta" not in shown and shows(shown, "expected_none")
+    fields["found"] = {"str": "'gamma delta alpha beta'"}  # the same words, in no hidden order
+    assert "gamma delta alpha beta" in verdict.render({"key": "expected_none", "fields": fields}, source, visible)
+
+
+def test_the_tests_label_may_use_the_words_of_its_hidden_part():
+    visible = "x = 1\n"
+    source = visible + "### BEGIN HIDDEN TESTS\nclass HalfMoved: pass\n### END HIDDEN TESTS\n"
+    fields = {"what": {"str": "HalfMoved(x)"}, "found": {"str": "'HalfMoved'"}, "hint": {"text": "hint_no_tensors"}}
+    shown = verdict.render({"key": "expected_none", "fields": fields}, source, visible)
+    assert "HalfMoved(x)" in shown and "'HalfMoved'" not in shown
+
+
+def test_a_device_field_shows_a_device_and_no_other_field_passes_as_one():
+    fields = {"what": {"str": "f(x)"}, "expected": {"device": "cuda:0"}, "found": {"dtype": "cpu"}}
+    shown = verdict.render({"key": "wrong_device", "fields": fields}, "x = 1")
+    assert "expected device cuda:0, found …" in shown
+
+
+def test_an_error_of_pytorchs_own_type_keeps_its_type_and_the_words_a_check_knows():
+    error = "RuntimeError: Expected all tensors to be on the same device, but found cuda:0 and cpu (secret_name)"
+    shown = verdict.render({"key": "raised", "fields": {"what": {"str": "f(x)"}, "error": {"str": error}}}, "x = 1")
+    assert "RuntimeError: Expected all tensors to be on the same device …" in shown and "secret_name" not in shown
+    torch_own = {"what": {"str": "f(x)"}, "error": {"str": "OutOfMemoryError: tried to allocate"}}
+    assert "raised OutOfMemoryError." in verdict.render({"key": "raised", "fields": torch_own}, "x = 1")
+
+
+def test_only_a_raised_error_gets_the_students_line():
+    own = ["def f(x):\n    raise ValueError('no')"]
+    fields = {"what": {"str": "f(x)"}, "error": {"str": "ValueError"}, "lines": {"str": "raise ValueError('no')"}}
+    assert shows(verdict.render({"key": "raised", "fields": fields}, "x = 1", None, own), "raised")
+
+
+@pytest.mark.parametrize("literal, quoted", [("x", True), ("y" * 200, True), ("y" * 201, False), ("", False)],
+                         ids=["one-character", "at-the-limit", "over-the-limit", "empty"])
+def test_a_literal_of_the_students_is_quoted_from_one_character_to_the_limit(literal, quoted):
+    written = verdict.Written([f"raise ValueError({literal!r})"])
+    assert written.message(literal) == (literal if quoted else None)
