@@ -203,22 +203,21 @@ def graded(grader, course, course_folder):
     # secrets of the grader that no kernel may see: a variable and a file in its home folder
     home = tmp_path_factory.mktemp("grader-home")
     (home / "canary-private-key").write_text("secret")
-    saved = {name: os.environ.get(name) for name in ("HOME", CANARY)}
-    os.environ.update({"HOME": str(home), CANARY: "the grader's secret"})
     before = course_files(root)
     started = time.monotonic()
     try:
-        if grader == "nbgrader autograde":
-            # kernels started as new processes here (the course forks them by default, as `course grade`
-            # below does): the attacks meet both ways a grading kernel can start
-            _, log = classroom.nbgrader(root, "autograde", ASSIGNMENT, "--GradingKernelManager.fork_server=False",
-                                        check=False)
-        else:
-            done = course("grade", ASSIGNMENT, "--root", root, timeout=int(CLASS_TIME_LIMIT_S))
-            log = done.stdout + done.stderr
+        with pytest.MonkeyPatch.context() as grader_environment:  # module scope: no monkeypatch fixture
+            grader_environment.setenv("HOME", str(home))
+            grader_environment.setenv(CANARY, "the grader's secret")
+            if grader == "nbgrader autograde":
+                # kernels started as new processes here (the course forks them by default, as `course grade`
+                # below does): the attacks meet both ways a grading kernel can start
+                _, log = classroom.nbgrader(root, "autograde", ASSIGNMENT, "--GradingKernelManager.fork_server=False",
+                                            check=False)
+            else:
+                done = course("grade", ASSIGNMENT, "--root", root, timeout=int(CLASS_TIME_LIMIT_S))
+                log = done.stdout + done.stderr
     finally:
-        for name, value in saved.items():
-            os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
         listener.stop()
     elapsed = time.monotonic() - started
     left_behind = processes_of(root, tag)

@@ -109,11 +109,9 @@ def listener():
 
 @pytest.fixture(scope="module", params=MODES)
 def kernel(request, course_folder):
-    os.environ[CANARY] = "the grader's secret"
-    try:
+    with pytest.MonkeyPatch.context() as grader_environment:  # module scope: no monkeypatch fixture
+        grader_environment.setenv(CANARY, "the grader's secret")
         started = Kernel(MODES[request.param], course_folder / "autograded" / "me" / "a1")
-    finally:
-        del os.environ[CANARY]
     yield started
     started.shutdown()
 
