@@ -365,3 +365,55 @@ def test_only_a_raised_error_gets_the_students_line():
 def test_a_literal_of_the_students_is_quoted_from_one_character_to_the_limit(literal, quoted):
     written = verdict.Written([f"raise ValueError({literal!r})"])
     assert written.message(literal) == (literal if quoted else None)
+
+
+HIDDEN_RUN_OF_FOUR = {("a", "b", "c", "d")}
+LIMIT_LONG = ("x," * verdict.FIELD_LIMIT)[:verdict.FIELD_LIMIT]
+# (field name, (kind, value) as the judge typed it, what the diagnostic shows): a field is shown only as the
+# kind it claims to be, and only if it is that kind; anything else is "…"
+FIELDS = {
+    "device": ("found", ("device", "cuda:0"), "cuda:0"),
+    "not-a-device": ("found", ("device", "the grader's home"), "…"),
+    "device-as-dtype": ("found", ("dtype", "cpu"), "…"),
+    "dtype": ("found", ("dtype", "torch.float16"), "torch.float16"),
+    "dtype-not-a-string": ("found", ("dtype", ["torch.float16"]), "…"),
+    "dtype-as-number": ("found", ("number", "torch.float16"), "…"),
+    "number": ("found", ("number", 2.5), 2.5),
+    "number-as-str": ("found", ("str", 5), "…"),
+    "number-not-a-number": ("found", ("number", "x"), "…"),
+    "shape": ("found", ("shape", [2, 3]), (2, 3)),
+    "shape-of-eight": ("found", ("shape", [1] * 8), (1,) * 8),
+    "shape-of-nine": ("found", ("shape", [1] * 9), "…"),
+    "shape-of-floats": ("found", ("shape", [2.0]), "…"),
+    "shape-as-number": ("found", ("number", [1]), "…"),
+    "unknown-hint": ("hint", ("text", "no_such_message"), "…"),
+    "error-type-and-colons": ("error", ("str", "ValueError: no: really"), "ValueError"),
+    "error-of-an-unknown-type": ("error", ("str", "MyOwnError: x"), "Exception"),
+    "error-pytorch-knows": ("error", ("str", "RuntimeError: Expected all tensors to be on the same device, x"),
+                            "RuntimeError: Expected all tensors to be on the same device …"),
+    "str-at-the-limit": ("found", ("str", LIMIT_LONG), LIMIT_LONG),
+    "str-over-the-limit": ("found", ("str", LIMIT_LONG + "x"), "…"),
+    "label-with-a-hidden-run": ("what", ("str", "a b c d"), "a b c d"),
+    "found-with-a-hidden-run": ("found", ("str", "a b c d"), "…"),
+    "found-without-one": ("found", ("str", "b a c d"), "b a c d"),
+}
+
+
+@pytest.mark.parametrize("name, item, shown", FIELDS.values(), ids=FIELDS.keys())
+def test_a_field_shows_only_as_what_it_claims_to_be(name, item, shown):
+    from autograder.messages import text
+
+    words = verdict._words("x = 1") | {"a", "b", "c", "d"}
+    assert verdict._field(name, item, words, text, HIDDEN_RUN_OF_FOUR) == shown
+
+
+def test_the_words_a_diagnostic_may_use_are_pythons_pytorchs_and_the_checks():
+    allowed = verdict._words("")
+    assert {"len", "float16", "Linear", "assert_values", "running_mean"} <= allowed
+    assert {"index", "ndarray", "OrderedDict", "mask", "module"} <= allowed  # named by messages, not by a library
+
+
+def test_every_cell_of_the_student_is_theirs_to_quote():
+    written = verdict.Written(["raise ValueError('first')", "y = 2"])
+    assert written.first_line(["raise ValueError('first')"]) == "raise ValueError('first')"
+    assert written.message("first") == "first"
