@@ -5,6 +5,7 @@ small notebook, with a gradebook in a temporary folder where a plugin reads one.
 import logging
 import traceback
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -24,24 +25,35 @@ def graded_cell(source, grade_id, points=2, solution=False, **kind):
         "points": points, "schema_version": 3, **kind}})
 
 
+@pytest.fixture(scope="module")
+def gradebook_file(tmp_path_factory) -> Path:
+    """The gradebook every test of this file starts from, made once: nbgrader creates a gradebook through
+    alembic, seconds each time."""
+    path = tmp_path_factory.mktemp("gradebook") / "gradebook.db"
+    with pytest.MonkeyPatch.context() as environment:
+        environment.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
+        with Gradebook(f"sqlite:///{path}") as book:
+            book.add_assignment("a1")
+            book.add_notebook("nb", "a1")
+            book.add_grade_cell("test_move", "nb", "a1", max_score=2, cell_type="code")
+            book.add_source_cell("test_move", "nb", "a1", cell_type="code", locked=True, source="assert True")
+            book.add_grade_cell("written", "nb", "a1", max_score=2, cell_type="markdown")
+            book.add_source_cell("written", "nb", "a1", cell_type="markdown", locked=False, source="")
+            book.add_student("ada")
+            book.add_submission("a1", "ada")
+            for name in ("test_move", "written"):  # as autograde leaves them, before anyone grades by hand
+                book.find_grade(name, "nb", "a1", "ada").needs_manual_grade = False
+            book.db.commit()
+    return path
+
+
 @pytest.fixture
-def gradebook(tmp_path, monkeypatch):
-    """A gradebook that knows one notebook of one assignment, with one test cell and one written answer."""
+def gradebook(gradebook_file, tmp_path, monkeypatch):
+    """A gradebook of its own for each test (a copy), that knows one notebook of one assignment, with one
+    test cell and one written answer."""
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
-    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
-    with Gradebook(url) as book:
-        book.add_assignment("a1")
-        book.add_notebook("nb", "a1")
-        book.add_grade_cell("test_move", "nb", "a1", max_score=2, cell_type="code")
-        book.add_source_cell("test_move", "nb", "a1", cell_type="code", locked=True, source="assert True")
-        book.add_grade_cell("written", "nb", "a1", max_score=2, cell_type="markdown")
-        book.add_source_cell("written", "nb", "a1", cell_type="markdown", locked=False, source="")
-        book.add_student("ada")
-        book.add_submission("a1", "ada")
-        for name in ("test_move", "written"):  # as autograde leaves them, before anyone grades by hand
-            book.find_grade(name, "nb", "a1", "ada").needs_manual_grade = False
-        book.db.commit()
-    return url
+    shutil.copy(gradebook_file, tmp_path / "gradebook.db")
+    return f"sqlite:///{tmp_path / 'gradebook.db'}"
 
 
 def resources(db_url="", student="ada"):
