@@ -122,7 +122,7 @@ def test_feedback_hides_the_hidden_tests_and_their_traceback():
     nb, _ = HideHiddenTests().preprocess(new_notebook(cells=[test, answer]), {})
     shown = nb.cells[0]
     assert "secret" not in shown.source and shown.source.startswith("check(a)\n    # (hidden tests ran here")
-    assert shown.source.endswith("# （隐藏测试已在此运行：结果见下方）\nprint('done')")
+    assert shown.source.endswith("\n    # （隐藏测试已在此运行：结果见下方）\nprint('done')")  # each line indented
     assert shown.outputs[0].traceback == ["AssertionError: x: expected cpu, found meta"]
     assert nb.cells[1].source == "### BEGIN HIDDEN TESTS\nkept()"  # only test cells hold hidden tests
 
@@ -352,3 +352,34 @@ def test_feedback_is_in_the_chinese_form_the_roster_names_for_the_student(tmp_pa
     assert answer.source == "x = 1  # 我的答案：设备"  # as submitted
     assert [cell.source for cell in page("li")] == ["请把结果赋值给变量。", "x = 1  # 我的答案：设备", "# 隐藏测试已在此运行"]
     assert [cell.source for cell in page("someone-not-on-the-roster")][0] == "请把结果赋值给变量。"
+
+
+def test_a_markdown_cell_that_quotes_the_delimiters_keeps_them():
+    """Only test cells hold hidden tests: prose about them is prose."""
+    prose = new_markdown_cell("### BEGIN HIDDEN TESTS\nhow a hidden test is written", metadata={"nbgrader": {
+        "grade": False, "solution": False, "locked": True, "grade_id": "notes", "schema_version": 3}})
+    nb, _ = HideHiddenTests().preprocess(new_notebook(cells=[prose]), {})
+    assert nb.cells[0].source == "### BEGIN HIDDEN TESTS\nhow a hidden test is written"
+
+
+@pytest.mark.parametrize("tag, name, value, allowed", [
+    ("a", "href", "https://example.org", True), ("a", "title", "x", True), ("a", "style", "x", False),
+    ("img", "src", "data:image/png;base64,iVBORw0KGgo=", True), ("img", "src", "https://example.org/x.png", False),
+    ("img", "src", "100", False), ("img", "alt", "x", True), ("img", "title", "x", True),
+    ("img", "width", "100", True), ("img", "height", "12.5", True), ("img", "width", "100px", False),
+    ("th", "align", "left", True), ("td", "align", "center", True), ("td", "style", "text-align: left", True),
+    ("td", "onclick", "x", False), ("p", "id", "x", False), ("p", "align", "left", False),
+    *[(f"h{level}", "id", "x", True) for level in range(1, 7)],
+])
+def test_markdown_keeps_only_the_attributes_the_pages_allow(tag, name, value, allowed):
+    from course.plugins.pages import _markdown_attribute
+
+    assert _markdown_attribute(tag, name, value) is allowed
+
+
+@pytest.mark.parametrize("size, kept", [(0, True), (0.5, True), (99_999, True), (100_000, False), (-1, False),
+                                        (True, False), ("120", True), ("12px", False)])
+def test_an_image_size_is_kept_only_as_a_plain_number(size, kept):
+    from course.plugins.pages import checked_metadata
+
+    assert checked_metadata({"width": size}) == ({"width": size} if kept else {})
