@@ -33,10 +33,6 @@ def assignments(root: Path = ROOT) -> list[str]:
     return sorted(p.parent.name for p in (root / "release").glob("*/*.ipynb") if p.stem == p.parent.name)
 
 
-def student_notebooks(root: Path = ROOT) -> list[Path]:
-    return sorted((root / "notebooks").glob("*.ipynb")) + sorted((root / "release").glob("*/*.ipynb"))
-
-
 def student_packages(root: Path = ROOT) -> list[str]:
     """The `autograder` package and its subpackages (`autograder.checks`), as setuptools names them."""
     return [".".join(init.parent.relative_to(root).parts) for init in (root / PACKAGE).rglob("__init__.py")]

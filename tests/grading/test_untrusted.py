@@ -26,9 +26,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from autograder.messages import shows
-from course import classroom
+from course import classroom, settings
 from course.terminal import CONTROL_BUT_LINES, OWN
+from support.messages import shows
 
 ASSIGNMENT = "a1_tensor_to"
 CASES = classroom.corpus("untrusted")["case"]
@@ -183,11 +183,8 @@ def processes_of(root: Path, tag: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def graded(grader, course, tmp_path_factory):
-    root = tmp_path_factory.mktemp("untrusted")
-    classroom.prepare_course(root, ASSIGNMENT)
-    with open(root / "nbgrader_config.py", "a", encoding="utf-8") as config:
-        config.write(TEST_LIMITS)
+def graded(grader, course, course_folder):
+    root = course_folder(ASSIGNMENT, "untrusted", config=TEST_LIMITS)
     listener, tag = Listener(), f"course-attack-{uuid.uuid4().hex[:12]}"
     for student in CONTROLS:
         classroom.submit(root, ASSIGNMENT, student, classroom.solved_notebook(root, ASSIGNMENT))
@@ -212,22 +209,21 @@ def graded(grader, course, tmp_path_factory):
     # secrets of the grader that no kernel may see: a variable and a file in its home folder
     home = tmp_path_factory.mktemp("grader-home")
     (home / "canary-private-key").write_text("secret")
-    saved = {name: os.environ.get(name) for name in ("HOME", CANARY)}
-    os.environ.update({"HOME": str(home), CANARY: "the grader's secret"})
     before = course_files(root)
     started = time.monotonic()
     try:
-        if grader == "nbgrader autograde":
-            # kernels started as new processes here (the course forks them by default, as `course grade`
-            # below does): the attacks meet both ways a grading kernel can start
-            _, log = classroom.nbgrader(root, "autograde", ASSIGNMENT, "--GradingKernelManager.fork_server=False",
-                                        check=False)
-        else:
-            done = course("grade", ASSIGNMENT, "--root", root, timeout=int(CLASS_TIME_LIMIT_S))
-            log = done.stdout + done.stderr
+        with pytest.MonkeyPatch.context() as grader_environment:  # module scope: no monkeypatch fixture
+            grader_environment.setenv("HOME", str(home))
+            grader_environment.setenv(CANARY, "the grader's secret")
+            if grader == "nbgrader autograde":
+                # kernels started as new processes here (the course forks them by default, as `course grade`
+                # below does): the attacks meet both ways a grading kernel can start
+                _, log = classroom.nbgrader(root, "autograde", ASSIGNMENT, "--GradingKernelManager.fork_server=False",
+                                            check=False)
+            else:
+                done = course("grade", ASSIGNMENT, "--root", root, timeout=int(CLASS_TIME_LIMIT_S))
+                log = done.stdout + done.stderr
     finally:
-        for name, value in saved.items():
-            os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
         listener.stop()
     elapsed = time.monotonic() - started
     left_behind = processes_of(root, tag)
@@ -356,7 +352,7 @@ def test_the_class_finishes_in_bounded_time_with_a_consistent_gradebook(graded):
     assert set(scores) == graded_cases | set(CONTROLS)
     from nbgrader.api import Gradebook
 
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+    with Gradebook(settings.gradebook_url(settings.load(course))) as gradebook:
         for student in scores:
             submission = gradebook.find_submission(ASSIGNMENT, student)
             assert submission.score == pytest.approx(sum(scores[student].values()))

@@ -23,14 +23,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import BIN, with_bin_on_path
 from traitlets.config import Config
 
-from autograder.messages import fingerprint
 from course import classroom
 from course.kernels import sandbox
 from course.kernels.manager import GradingKernelManager
-from system_tools import missing
+from support.messages import fingerprint
+from support.paths import BIN, with_bin_on_path
+from support.system_tools import missing
 
 
 @pytest.fixture(autouse=True)
@@ -109,11 +109,9 @@ def listener():
 
 @pytest.fixture(scope="module", params=MODES)
 def kernel(request, course_folder):
-    os.environ[CANARY] = "the grader's secret"
-    try:
+    with pytest.MonkeyPatch.context() as grader_environment:  # module scope: no monkeypatch fixture
+        grader_environment.setenv(CANARY, "the grader's secret")
         started = Kernel(MODES[request.param], course_folder / "autograded" / "me" / "a1")
-    finally:
-        del os.environ[CANARY]
     yield started
     started.shutdown()
 

@@ -22,11 +22,13 @@ from pathlib import Path
 import nbformat
 import pytest
 import torch
-from conftest import jupyter
 
-from autograder.messages import catalogue, shows
+from autograder.messages import catalogue
 from course import classroom
 from course.authoring import monolingual, student_bundle
+from support.messages import shows
+from support.notebooks import hidden_lines
+from support.services import jupyter
 
 ROOT = classroom.ROOT
 
@@ -77,12 +79,12 @@ def secret():
     their visible parts, the lessons or the `autograder` package (common idioms such as
     `def __init__(self):` appear there and give nothing away)."""
     sources = [nbformat.read(p, as_version=4) for p in sorted((ROOT / "source").glob("*/*.ipynb"))]
-    hidden = set().union(*(classroom.hidden_lines(s) for s in sources))
+    hidden = set().union(*(hidden_lines(s) for s in sources))
     public = set().union(*(shown_lines(p) for p in sorted((ROOT / "notebooks").glob("*.ipynb"))),
                          *(shown_lines(p) for p in sorted((ROOT / "autograder").rglob("*.py"))))
     for source in sources:  # lines visible in any source notebook (another assignment's visible test)
         public |= {line.strip() for cell in source.cells for line in cell.source.splitlines()} - \
-            classroom.hidden_lines(source)
+            hidden_lines(source)
     found = {line for line in hidden - public if len(line) > 8}
     assert len(found) > 50, "nothing to look for / 没有可检查的内容"  # the check means something only then
     return found

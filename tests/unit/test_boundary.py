@@ -16,9 +16,8 @@ import torch
 from autograder import boundary, checks, has_data
 from autograder.devices import same_device
 from autograder.checks import core
-from autograder.messages import shows
+from support.messages import shows
 
-pytestmark = pytest.mark.unit
 Sample = namedtuple("Sample", ["image", "label"])
 
 

@@ -6,11 +6,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import with_bin_on_path
 from nbgrader.api import Gradebook
 
-from autograder.messages import shows
-from course import classroom
+from course import classroom, settings
+from support.messages import shows
+from support.paths import with_bin_on_path
 
 COMMANDS = ["grade", "status", "insights"]
 
@@ -68,7 +68,7 @@ def test_students_off_the_roster_are_named_once_and_not_sent_to_nbgrader(course_
 
     monkeypatch.setenv("PATH", with_bin_on_path()["PATH"])  # nbgrader's gradebook runs alembic
     (course_folder / "roster.csv").write_text("id\nann\nbob\n", encoding="utf-8")
-    with Gradebook(f"sqlite:///{course_folder / 'gradebook.db'}") as gradebook:
+    with Gradebook(settings.gradebook_url(settings.load(course_folder))) as gradebook:
         for student in ("ann", "bob"):
             gradebook.add_student(student)
     for student in ("ann", "mallory", "bob", "trudy"):

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import GENERIC_DIAGNOSTICS
 from nbformat.v4 import new_code_cell, new_notebook
 
 from autograder.messages import catalogue
 from course import classroom, insights
 from course.authoring import student_bundle
 from course.plugins import autograde
+from support.messages import GENERIC_DIAGNOSTICS
 
 ASSIGNMENTS = student_bundle.assignments()
 

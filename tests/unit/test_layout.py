@@ -12,9 +12,9 @@ import pytest
 from traitlets.utils.importstring import import_item
 
 import autograder
-from autograder.messages import shows
 from course import classroom
 from course.authoring import student_bundle
+from support.messages import shows
 
 PACKAGE = student_bundle.ROOT / "autograder"
 KERNEL_MODULES = sorted(p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py"))

@@ -161,7 +161,7 @@ def test_an_older_config_that_passes_limits_to_use_for_nbgrader_still_loads_and_
     before its pipelines, and nbgrader would grade with its own, unsandboxed ones), and the log says the fix."""
     import logging
 
-    from autograder.messages import shows
+    from support.messages import shows
     from course.kernels.manager import use_for_nbgrader
 
     with caplog.at_level(logging.WARNING):
