@@ -56,6 +56,11 @@ class ForgetStaleFeedback(NbGraderPreprocessor):
         return nb, resources
 
 
+# what `nbgrader submit` writes beside the notebooks: the submission time, and the secret that release_feedback
+# copies on to name the feedback (without it, release_feedback fails for that student)
+NBGRADER_FILES = {"timestamp.txt", "submission_secret.txt"}
+
+
 class OnlyTheAssignmentsFiles(NbGraderPreprocessor):
     """Nothing collected enters a grading kernel's sandbox unless it is the assignment's own.
 
@@ -63,8 +68,8 @@ class OnlyTheAssignmentsFiles(NbGraderPreprocessor):
     in (and may write), then the instructor's versions of the source folder's files over them. What else a
     student put in their submission (a `torch.py` or `autograder/` that the kernel would import from its
     working folder, files collected from elsewhere) is removed here, before any kernel starts, and named in a
-    warning: what stays is the source folder's files, the assignment's notebooks and nbgrader's
-    `timestamp.txt`. In the sanitize preprocessors, after ForgetStaleFeedback."""
+    warning: what stays is the source folder's files, the assignment's notebooks and the two files nbgrader's
+    submit writes itself (NBGRADER_FILES). In the sanitize preprocessors, after ForgetStaleFeedback."""
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
@@ -74,7 +79,7 @@ class OnlyTheAssignmentsFiles(NbGraderPreprocessor):
         with Gradebook(info["db_url"]) as gradebook:
             notebooks = {f"{notebook.name}.ipynb" for notebook in gradebook.find_assignment(info["assignment"]).notebooks}
         own = {os.path.relpath(path, source) for path in utils.find_all_files(source, folders.ignore + ["*.ipynb"])}
-        own |= notebooks | {"timestamp.txt"}
+        own |= notebooks | NBGRADER_FILES
         removed = []
         for parent, dirs, files in os.walk(working, topdown=False):
             for name in files + dirs:

@@ -28,6 +28,7 @@ from nbformat.v4 import new_code_cell
 
 from course import classroom, settings
 from course.terminal import CONTROL_BUT_LINES, OWN
+from course.plugins.autograde import NBGRADER_FILES
 from support.messages import shows
 
 ASSIGNMENT = "a1_tensor_to"
@@ -287,7 +288,7 @@ def test_what_the_grader_did_to_a_graded_submission_is_said_in_both_languages(gr
     course, scores, log, _ = graded
     assert shows(log, case["noted"]), log[-3000:]
     autograded = classroom.notebook_path(course, "autograded", ASSIGNMENT, case["id"]).parent
-    assert {path.name for path in autograded.iterdir()} - {"timestamp.txt"} == {f"{ASSIGNMENT}.ipynb"}
+    assert {path.name for path in autograded.iterdir()} - NBGRADER_FILES == {f"{ASSIGNMENT}.ipynb"}
 
 
 def test_nothing_a_submission_writes_reaches_the_terminal_raw(graded, grader):

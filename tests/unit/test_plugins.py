@@ -368,8 +368,8 @@ def test_only_the_assignments_own_files_stay_where_the_kernel_works(gradebook, t
     (tmp_path / "source" / "a1" / "data").mkdir(parents=True)
     (tmp_path / "source" / "a1" / "data" / "points.csv").write_text("1,2")
     working = tmp_path / "autograded" / "ada" / "a1"
-    for name in ["nb.ipynb", "other.ipynb", "timestamp.txt", "data/points.csv", "torch.py", "data/extra.csv",
-                 "autograder/__init__.py"]:
+    for name in ["nb.ipynb", "other.ipynb", "timestamp.txt", "submission_secret.txt", "data/points.csv", "torch.py",
+                 "data/extra.csv", "autograder/__init__.py"]:
         (working / name).parent.mkdir(parents=True, exist_ok=True)
         (working / name).write_text("x")
     (working / "link").symlink_to(tmp_path / "source")
@@ -379,7 +379,7 @@ def test_only_the_assignments_own_files_stay_where_the_kernel_works(gradebook, t
     with caplog.at_level(logging.WARNING):
         OnlyTheAssignmentsFiles(config=config, log=logging.getLogger("test")).preprocess(new_notebook(), resources)
     kept = sorted(str(path.relative_to(working)) for path in working.rglob("*"))
-    assert kept == ["data", "data/points.csv", "nb.ipynb", "timestamp.txt"]
+    assert kept == ["data", "data/points.csv", "nb.ipynb", "submission_secret.txt", "timestamp.txt"]
     assert shows(caplog.text, "submission_extra_files")
     for name in ["other.ipynb", "torch.py", "data/extra.csv", "autograder/__init__.py", "link"]:
         assert name in caplog.text
