@@ -27,8 +27,8 @@ import pytest
 from nbformat.v4 import new_code_cell
 
 from course import classroom, settings
-from course.terminal import CONTROL_BUT_LINES, OWN
 from course.plugins.autograde import NBGRADER_FILES
+from course.terminal import CONTROL_BUT_LINES, OWN
 from support.messages import shows
 
 ASSIGNMENT = "a1_tensor_to"
