@@ -142,8 +142,11 @@ gpu-check: bubblewrap  ## the course proven on this machine's GPU with its own P
 	env PATH="$(MACHINE_PATH)" $(GPU_PYTHON) tests/gpu_check.py $(if $(WHEELS),--wheels "$(WHEELS)")
 
 .PHONY: mutation
-mutation: install  ## mutation testing (mutmut) of autograder/checks/ against the fast unit tests; lists surviving mutants
+# MUTANTS: mutmut's names or patterns of the mutants to run (default: all of [tool.mutmut] in pyproject.toml), e.g.
+#   make mutation MUTANTS='autograder.verdict.*'    make mutation MUTANTS='course.kernels.sandbox.xǁKernelSandboxǁarguments*'
+MUTANTS ?=
+mutation: install  ## mutation testing (mutmut) of the checks and the security code against the fast unit tests; lists surviving mutants
 	test -x $(BIN)/mutmut || $(BIN)/pip install --quiet --disable-pip-version-check "mutmut>=3.8,<4"
 	rm -rf build/mutation && mkdir -p build/mutation
-	cp -R pyproject.toml autograder tests build/mutation/
-	cd build/mutation && $(BIN)/mutmut run --max-children 1 && $(BIN)/mutmut results
+	cp -R pyproject.toml nbgrader_config.py autograder course tests build/mutation/
+	cd build/mutation && $(BIN)/mutmut run --max-children 1 $(MUTANTS) && $(BIN)/mutmut results

@@ -11,11 +11,13 @@ ROSTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "roster.csv")
 if os.path.exists(ROSTER):
     c.Autograde.create_student = False
 
-# A shared gradebook for grading on a cluster (README, "Beyond one machine"): every nbgrader command and
-# `course grade` use the database COURSE_DB_URL names, e.g. postgresql+psycopg://grader:PASSWORD@db/gradebook.
-# Grading kernels never see it (the sandbox passes them a clean environment). Unset: gradebook.db here.
-if os.environ.get("COURSE_DB_URL"):
-    c.CourseDirectory.db_url = os.environ["COURSE_DB_URL"]
+# The environment variables that override a setting (README, "Environment variables"), read in one place
+# (course/settings.py): COURSE_DB_URL (a shared gradebook for grading on a cluster, README "Beyond one machine",
+# e.g. postgresql+psycopg://grader:PASSWORD@db/gradebook; unset: gradebook.db here), COURSE_NO_SANDBOX=1
+# (Sandbox.enabled off) and COURSE_BWRAP (Sandbox.bwrap). Grading kernels never see them.
+from course.settings import from_environment  # noqa: E402
+
+from_environment(c)
 
 # `nbgrader collect` from an exchange every student can write (deploy/exchange/): a submission counts only
 # when its folder belongs to the Unix user its name claims (another is refused, loudly, and the student's
@@ -33,8 +35,10 @@ c.ClearSolutions.code_stub = {
 }
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE / 在此处作答"
 
-# A submission that hangs loses only the cell that hangs.
-c.Execute.timeout = 120
+# A submission that hangs loses only the cell that hangs (autograder/kernel.py: 120 s; `nbgrader validate` too).
+from autograder.kernel import CELL_TIMEOUT_S  # noqa: E402
+
+c.Execute.timeout = CELL_TIMEOUT_S
 c.Execute.interrupt_on_timeout = True
 
 # A student who deleted a test cell gets it back, so the test still counts (against them if it fails).
@@ -90,34 +94,28 @@ c.Validator.width = 500
 # sandbox (course/kernels/sandbox.py): it sees and writes only its own grading folder, no network, nothing
 # it starts outlives it. Autograde's SafeExecute asks for it; this makes nbgrader's own Execute (the one
 # `nbgrader validate` runs) do the same. Where the sandbox cannot start, grading refuses to run unless
-# it is turned off (below). JupyterLab's kernels are not affected.
-# Each sandbox is also bounded as a whole where cgroups can be made (README, "A kernel bounded as a
-# whole"): all its processes together, shared memory and threads included. Keep jobs × this memory
-# below the machine's.
+# it is turned off (c.Sandbox.enabled = False, or COURSE_NO_SANDBOX=1). JupyterLab's kernels are not affected.
 from course.kernels.manager import use_for_nbgrader  # noqa: E402
-from course.kernels.sandbox import NO_SANDBOX_VARIABLE  # noqa: E402
 
-use_for_nbgrader(group_memory_bytes=6 * 2**30, group_processes=512)
-# COURSE_NO_SANDBOX=1 turns it off for every nbgrader command (`course grade --no-sandbox` sets the same value)
-c.Sandbox.enabled = os.environ.get(NO_SANDBOX_VARIABLE, "") in ("", "0")
+use_for_nbgrader()
 # Each grading kernel is forked into its sandbox from a warm fork server that has imported torch once
 # (course/kernels/forkserver.py), as the verdicts are: about 2.5 s less per submission than a new process.
 # `nbgrader autograde A --GradingKernelManager.fork_server=False` starts every kernel as a new process.
 c.GradingKernelManager.fork_server = True
 
-# Every grading kernel first remembers the real PyTorch and course functions (tampering is then
-# reported by the tests) and caps its own memory and CPU time. The same settings apply to
-# `nbgrader validate`, so students see tampering reported as the grader will.
-from autograder.kernel import kernel_arguments  # noqa: E402
-
-GRADING_MEMORY_BYTES = 6 * 2**30  # per grading kernel (RLIMIT_DATA: also where CUDA is present)
-c.Execute.extra_arguments = kernel_arguments(memory_bytes=GRADING_MEMORY_BYTES, cpu_seconds=600)
-# The same caps for the verdict process, which decides the points (autograder/verdict.py); its time
-# limit per test cell is Execute.timeout.
-c.DecideGrades.memory_bytes = GRADING_MEMORY_BYTES
-c.DecideGrades.cpu_seconds = 600
-# A notebook as a whole may run this long in its kernel; the cells it did not reach earn nothing.
-c.SafeExecute.notebook_timeout = 900
+# Every limit of grading is a setting with its default in the class that keeps it; `nbgrader autograde
+# --help-all` lists them all. Change one here, e.g.:
+#   c.Sandbox.memory_bytes = 4 * 2**30       every process of one sandbox together, where cgroups can be made
+#                                            (README, "A kernel bounded as a whole"); keep jobs × it below the
+#                                            machine's memory. Also Sandbox.processes, .tmp_bytes, .shm_bytes, .bwrap
+#   c.GradingKernelManager.memory_bytes = …  each process of a kernel alone (RLIMIT_DATA), and .cpu_seconds;
+#                                            every kernel first remembers the real PyTorch and course functions
+#                                            (tampering is then reported), also under `nbgrader validate`
+#   c.DecideGrades.memory_bytes = …          the verdict's, when not the kernel's; and .cpu_seconds, .timeout
+#   c.SafeExecute.notebook_timeout = …       the seconds a notebook may run in its kernel (the cells it did not
+#                                            reach earn nothing)
+#   c.SafeExecute.grading_timeout = …        the seconds one notebook's grading may take, kernel and verdict
+#                                            together: past them it is not graded, and the instructor is told
 
 # nbgrader's own autograde pipelines, with three changes: cells with malformed nbgrader metadata or
 # claiming unknown grade ids (forged or duplicated test cells) become ordinary cells; a kernel that dies or hangs

@@ -1,6 +1,6 @@
 """Grading integrity: the real PyTorch and course functions, remembered before student code runs.
 
-A grading kernel (see `Execute.extra_arguments` in nbgrader_config.py) calls `start_grading()` at
+A grading kernel (course.kernels.manager.GradingKernelManager starts each one so) calls `start_grading()` at
 start-up, before any cell of the submission. Every student call made through `checks.call` and every
 hidden test then calls `verify()`, which fails, with a bilingual note, when any watched object is no
 longer the one remembered: a patched `torch.Tensor.to`, `.device` or `.dtype`, `nn.Module.to`,

@@ -4,15 +4,25 @@ Kept free of nbgrader imports: it runs inside each kernel, where every import co
 """
 
 
-def kernel_arguments(memory_bytes, cpu_seconds) -> list[str]:
-    """Arguments for `Execute.extra_arguments`: every grading kernel runs `start_kernel` first."""
+# The limits of every process that runs a submission, each number written once: the defaults of the course's
+# settings (GradingKernelManager.memory_bytes and .cpu_seconds, DecideGrades' limits follow them, and
+# Execute.timeout in both nbgrader_config.py files) and of a student's own validation (deploy/student).
+MEMORY_BYTES = 6 * 2**30  # RLIMIT_DATA of one process: also where CUDA is present
+CPU_SECONDS = 600  # RLIMIT_CPU of one process
+CELL_TIMEOUT_S = 120  # wall-clock seconds one cell may run
+
+
+def kernel_arguments(memory_bytes=MEMORY_BYTES, cpu_seconds=CPU_SECONDS) -> list[str]:
+    """Arguments for a kernel's command line: every grading kernel runs `start_kernel` first
+    (course.kernels.manager.GradingKernelManager adds them; a student's validation sets
+    `Execute.extra_arguments`, deploy/student/nbgrader_config.py)."""
     setup = (f"import autograder.kernel as _course; "
              f"_course.start_kernel(memory_bytes={int(memory_bytes)}, cpu_seconds={int(cpu_seconds)})")
     return [f"--IPKernelApp.exec_lines=[{setup!r}]"]
 
 
 def start_kernel(memory_bytes=None, cpu_seconds=None):
-    """Run first in every grading kernel (`Execute.extra_arguments`): remember the real functions,
+    """Run first in every grading kernel (`kernel_arguments`): remember the real functions,
     then cap the kernel's memory and CPU time so one submission cannot take the machine down."""
     from . import integrity
 

@@ -72,19 +72,6 @@ def printable(text: str, limit: int = 4000) -> str:
     return text if len(text) <= limit else text[:limit] + " …"
 
 
-def fingerprint(key: str) -> Bilingual:
-    """The longest fixed stretch of each language's template: proof that a text shows this message."""
-    entry = catalogue()[key]
-    pieces = {lang: max(re.split(r"\{[^}]*\}", entry[lang]), key=len).strip() for lang in LANGUAGES}
-    return Bilingual(**pieces)
-
-
-def shows(shown: str, key: str) -> bool:
-    """Whether `shown` contains message `key` in both languages."""
-    mark = fingerprint(key)
-    return mark.en in shown and mark.zh in shown
-
-
 def typed_field(value) -> dict:
     """A diagnostic's field as a typed value the verdict's parent can check (autograder/verdict.py: render)."""
     import torch

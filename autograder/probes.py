@@ -146,11 +146,34 @@ def count_transfers():
         yield counter
 
 
+# Checkpoints across devices without the devices: the one place that patches torch.serialization.
+
+@contextmanager
+def saved_as_if_from(location: str):
+    """Within it, `torch.save` tags every storage with `location` (`"cuda:0"`, say), as if written there."""
+    with mock.patch.object(torch.serialization, "location_tag", lambda storage: location):
+        yield
+
+
 def save_as_if_from_cuda(obj, path):
     """`torch.save` `obj` with every storage tagged `cuda:0`, as if written on a GPU machine.
 
     Loading it on a machine without CUDA fails unless `map_location` is given: the situation of a
     student who received a checkpoint trained on a GPU. No GPU is needed to write it.
     """
-    with mock.patch.object(torch.serialization, "location_tag", lambda storage: "cuda:0"):
+    with saved_as_if_from("cuda:0"):
         torch.save(obj, path)
+
+
+def restored_locations(path, map_location) -> list[str]:
+    """Where `torch.load(path, map_location=map_location)` would put each storage, without a GPU: the
+    location strings PyTorch's restore step receives, in order; every storage itself stays on the CPU."""
+    locations = []
+
+    def record(storage, location):
+        locations.append(location)
+        return storage
+
+    with mock.patch.object(torch.serialization, "default_restore_location", record):
+        torch.load(path, map_location=map_location, weights_only=True)
+    return locations

@@ -41,6 +41,7 @@ import struct
 import sys
 import time
 
+from .linux import close_all_but
 from .simulate import Machine, simulated_accelerator, simulated_machine
 
 # The machine the student's cells run on in the program, whatever the grader's: one without a GPU, as most
@@ -273,9 +274,7 @@ def _only_descriptors(kept):
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
-    kept = sorted(kept)
-    for low, high in zip([2, *kept], [*kept, 65536]):
-        os.closerange(low + 1, high)
+    close_all_but(kept)
     sys.stdin = open(0, closefd=False)
     sys.stdout = sys.stderr = open(1, "w", closefd=False)
 

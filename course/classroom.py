@@ -183,22 +183,6 @@ def students_from_corpus(answers: list[Answer]) -> dict[str, list[Answer]]:
     return students
 
 
-def hidden_lines(source, regions=("SOLUTION", "HIDDEN TESTS")) -> set[str]:
-    """Lines that stand only inside the given regions of a source notebook, never outside them."""
-    kinds = "|".join(regions)
-    inside, hidden, visible = False, set(), set()
-    for cell in source.cells:
-        for line in cell.source.splitlines():
-            stripped = line.strip()
-            if re.match(rf"### BEGIN ({kinds})", stripped):
-                inside = True
-            elif re.match(rf"### END ({kinds})", stripped):
-                inside = False
-            elif stripped:
-                (hidden if inside else visible).add(stripped)
-    return hidden - visible
-
-
 UNTOUCHED = "untouched"   # submitted the release notebook as it is
 BROKEN = "broken-json"    # a file that is not a notebook at all
 

@@ -1,5 +1,6 @@
 """The gradebook queries of the `course` commands: whether an assignment is registered, who submitted
-without being on the roster, who submitted late, and what still waits for grading by hand."""
+without being on the roster, who submitted late, and what still waits for grading by hand: the one rule
+for that (`waiting_for_a_person`), which the feedback and export plugins call too."""
 import math
 
 from nbgrader.api import Gradebook, MissingEntry
@@ -44,15 +45,12 @@ def print_hand_grading(db_url: str, assignment: str, every_student=False):
         submissions = sorted(gradebook.assignment_submissions(assignment), key=lambda s: s.student_id)
         waiting = 0
         for submission in submissions:
-            grades = [g for n in submission.notebooks for g in n.grades]
             student = visible(submission.student_id)  # a folder's name: no control character reaches the terminal
             fields = dict(student=student, score=submission.score, max_score=submission.max_score)
-            if any(is_test_grade(g) and g.auto_score is None and g.manual_score is None for g in grades):
-                # a test cell without a score: autograde never got through this submission (a file that
-                # is not a notebook, say); nothing in it waits for a person yet
+            if not autograded(submission):
                 print(message("status_not_autograded", student=student, assignment=assignment))
                 continue
-            cells = [g.name for g in grades if g.needs_manual_grade]
+            cells = waiting_for_a_person(submission)
             waiting += bool(cells)
             if cells:
                 print(message("status_waiting", cells=", ".join(cells), **fields))
@@ -62,6 +60,21 @@ def print_hand_grading(db_url: str, assignment: str, every_student=False):
             print(message("status_summary", assignment=assignment, waiting=waiting, total=len(submissions)), flush=True)
         else:
             print(message("status_all_graded", assignment=assignment, total=len(submissions)), flush=True)
+
+
+def waiting_for_a_person(submission) -> list[str]:
+    """The grade cells of a submission (nbgrader's SubmittedAssignment) that wait for a person: those
+    nbgrader flags `needs_manual_grade` (a written answer, a test cell whose points a person must
+    confirm). The one rule of `course status`, `course grade`, generate_feedback's RequireHandGrading and
+    export's CsvExportWarningUngraded."""
+    return [grade.name for notebook in submission.notebooks for grade in notebook.grades if grade.needs_manual_grade]
+
+
+def autograded(submission) -> bool:
+    """Whether autograde got through the submission: a test cell without any score means it did not (a
+    file that is not a notebook, say), and then nothing in it waits for a person yet."""
+    return not any(is_test_grade(grade) and grade.auto_score is None and grade.manual_score is None
+                   for notebook in submission.notebooks for grade in notebook.grades)
 
 
 def is_test_grade(grade) -> bool:

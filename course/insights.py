@@ -1,15 +1,14 @@
 """What the class got wrong: per exercise, how many students hit each diagnostic of the catalogue.
 
 `course insights ASSIGNMENT` reads the graded class: the gradebook's points, and the test cells of the
-autograded notebooks, where the grader (`grading.DecideGrades`, never the submission) stored the
-message keys of each failure. It writes a bilingual HTML page with a bar chart per exercise (inline
-SVG: it reads offline) and a CSV of the same counts. Counted by message key, so the numbers are the
-same in both languages; each diagnostic names the lesson section that teaches the point
-(`teaches.json`). Student ids are the only text on the page that does not come from the course, and
-they are escaped.
+autograded notebooks, where the grader (`course.plugins.autograde.DecideGrades`, never the submission)
+stored the message keys of each failure. It writes a bilingual HTML page with a bar chart per exercise
+(inline SVG: it reads offline) and a CSV of the same counts. Counted by message key, so the numbers are
+the same in both languages; each diagnostic names the lesson section that teaches the point
+(`teaches.json`). The page is Jinja2 templates (templates/insights/), autoescaped: student ids, the only
+text on it that does not come from the course, and everything else show as text, never as markup.
 """
 import csv
-import html
 import json
 import re
 from collections import defaultdict
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+import jinja2
 import nbformat
 
 from autograder.messages import catalogue, text
@@ -107,22 +107,13 @@ def first_attempts(root: Path, assignment: str) -> list[FirstAttempt]:
 
 def first_attempts_html(found: list[FirstAttempt]) -> str:
     """The first attempts of students who resubmitted, apart from the counts above (which are the latest)."""
-    if not found:
-        return ""
-    rows = []
-    for attempt in found:
-        en, zh = label(attempt.key, attempt.hint)
-        now = ("✓ all points / 满分" if not attempt.now.get("key")
-               else f'<code>{html.escape(attempt.now["key"])}</code>')
-        rows.append(f"<tr><td>{html.escape(attempt.student)}</td><td><code>{html.escape(attempt.grade_id)}</code></td>"
-                    f"<td><code>{html.escape(attempt.key)}</code><br>{html.escape(en)}<br>"
-                    f'<span class="zh">{html.escape(zh)}</span></td><td>{taught_in(section(attempt.key, attempt.hint))}</td>'
-                    f"<td>{now}</td></tr>")
-    return ('<section id="first-attempts"><h2>First attempts of students who resubmitted / 重新提交的学生第一次提交时的错误</h2>'
-            "<p>The counts above are each student's latest graded submission; here is what their first one got "
-            'wrong. <span class="zh">上面的统计是每个学生最近一次评分的提交；这里是他们第一次提交时的错误。</span></p>'
-            "<table><tr><th>student / 学生</th><th>exercise / 练习</th><th>first attempt / 第一次提交</th>"
-            "<th>taught in / 讲解位置</th><th>latest / 最近一次</th></tr>" + "".join(rows) + "</table></section>")
+    return _macros().first_attempts([_shown_attempt(attempt) for attempt in found])
+
+
+def _shown_attempt(attempt: FirstAttempt) -> dict:
+    en, zh = label(attempt.key, attempt.hint)
+    return dict(student=attempt.student, grade_id=attempt.grade_id, key=attempt.key, en=en, zh=zh,
+                where=section(attempt.key, attempt.hint), now=attempt.now.get("key") or "")
 
 
 def stored_diagnoses(path: Path) -> dict[str, dict]:
@@ -227,100 +218,77 @@ def write_csv(assignment: str, exercises: list[Exercise], path: Path) -> Path:
 
 
 BAR_HEIGHT, BAR_GAP, CHART_WIDTH, LABEL_WIDTH = 22, 8, 760, 260
+TEMPLATES = Path(__file__).with_name("templates") / "insights"
 
 
-def chart(exercise: Exercise) -> str:
+@cache
+def _templates() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                              undefined=jinja2.StrictUndefined)
+
+
+def _macros():
+    return _templates().get_template("macros.html.j2").module
+
+
+def bars(exercise: Exercise) -> list[dict]:
     """A horizontal bar per diagnostic: students who hit it, out of those graded."""
     rows = [("full", len(exercise.full))] + [(f"{key} · {hint}" if hint else key, len(students))
                                              for key, hint, students in exercise.ranked()]
     most = max(len(exercise.graded), 1)
-    height = len(rows) * (BAR_HEIGHT + BAR_GAP) + BAR_GAP
-    bars = []
+    found = []
     for index, (name, count) in enumerate(rows):
         y = BAR_GAP + index * (BAR_HEIGHT + BAR_GAP)
-        width = (CHART_WIDTH - LABEL_WIDTH - 60) * count / most
-        colour = "#3a7d44" if name == "full" else "#c0392b"
-        shown = "✓ all points / 满分" if name == "full" else name
-        bars.append(f'<text x="{LABEL_WIDTH - 8}" y="{y + 16}" text-anchor="end">{html.escape(shown)}</text>'
-                    f'<rect x="{LABEL_WIDTH}" y="{y}" width="{width:.1f}" height="{BAR_HEIGHT}" fill="{colour}">'
-                    f'<title>{count}</title></rect>'
-                    f'<text x="{LABEL_WIDTH + width + 6:.1f}" y="{y + 16}">{count}</text>')
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{CHART_WIDTH}" height="{height}" '
-            f'viewBox="0 0 {CHART_WIDTH} {height}" font-family="sans-serif" font-size="13">{"".join(bars)}</svg>')
+        found.append(dict(label="✓ all points / 满分" if name == "full" else name, count=count,
+                          colour="#3a7d44" if name == "full" else "#c0392b", label_x=LABEL_WIDTH - 8,
+                          x=LABEL_WIDTH, y=y, text_y=y + 16, height=BAR_HEIGHT,
+                          width=(CHART_WIDTH - LABEL_WIDTH - 60) * count / most))
+    return found
 
 
-PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
-<title>{title}</title>
-<style>
-body {{ font-family: sans-serif; margin: 2em auto; max-width: 64em; color: #222; }}
-table {{ border-collapse: collapse; margin: .5em 0 2em; width: 100%; }}
-td, th {{ border-bottom: 1px solid #ddd; padding: .3em .5em; text-align: left; vertical-align: top; }}
-td.count {{ text-align: right; font-weight: bold; }}
-.zh {{ color: #555; }}
-code {{ font-size: 90%; }}
-details {{ font-size: 90%; color: #555; }}
-</style></head><body>
-<h1>{title}</h1>
-<p>{intro_en}<br><span class="zh">{intro_zh}</span></p>
-{summary}
-{sections}
-</body></html>
-"""
+def chart(exercise: Exercise) -> str:
+    shown = bars(exercise)
+    return _macros().chart(shown, CHART_WIDTH, len(shown) * (BAR_HEIGHT + BAR_GAP) + BAR_GAP)
 
 
 def taught_in(where: dict | None) -> str:
     """The lesson section as HTML, in both languages."""
-    if where is None:
-        return "—"
-    number = int(where["lesson"].split("_")[0])
-    return (f'Lesson {number} § {html.escape(where["en"])}'
-            + (f'<br><span class="zh">第 {number} 课 § {html.escape(where["zh"])}</span>' if where["zh"] else ""))
+    return _macros().taught_in(where)
+
+
+def _reteach(exercises: list[Exercise]) -> tuple[list[dict], int]:
+    """The costliest misconceptions as the page shows them, and how many students were graded."""
+    graded = max((len(exercise.graded) for exercise in exercises), default=0)
+    shown = []
+    for misconception in costliest(exercises):
+        en, zh = label(misconception.key, misconception.hint)
+        shown.append(dict(points=misconception.points, students=len(misconception.students), en=en, zh=zh,
+                          exercises=misconception.exercises, where=section(misconception.key, misconception.hint)))
+    return shown, graded
 
 
 def class_summary(exercises: list[Exercise]) -> str:
     """The top of the page: the costliest misconceptions, each with the section to reteach."""
-    graded = max((len(exercise.graded) for exercise in exercises), default=0)
-    items = []
-    for misconception in costliest(exercises):
-        en, zh = label(misconception.key, misconception.hint)
-        items.append(f'<li><b>{misconception.points:g} points</b> · {len(misconception.students)} of {graded} students · '
-                     f'<code>{html.escape(", ".join(misconception.exercises))}</code><br>{html.escape(en)}'
-                     f'<br><span class="zh">{html.escape(zh)}</span><br>'
-                     f'{taught_in(section(misconception.key, misconception.hint))}</li>')
-    if not items:
-        return ('<section id="summary"><h2>Reteach first / 优先重讲</h2><p>No misconception of the course cost this '
-                'class any points. · <span class="zh">没有任何课程中的误解让这个班级失分。</span></p></section>')
-    return ('<section id="summary"><h2>Reteach first / 优先重讲</h2>'
-            f'<p>The misconceptions that cost the class the most points, over all exercises ({graded} students graded). '
-            f'<span class="zh">让全班失分最多的误解，统计所有练习（共 {graded} 名学生已评分）。</span></p>'
-            f'<ol>{"".join(items)}</ol></section>')
+    return _macros().summary(*_reteach(exercises))
+
+
+def _shown_exercise(exercise: Exercise) -> dict:
+    rows = []
+    for key, hint, students in exercise.ranked():
+        en, zh = label(key, hint)
+        rows.append(dict(key=key, hint=hint, en=en, zh=zh, where=section(key, hint), students=students))
+    shown = bars(exercise)
+    return dict(grade_id=exercise.grade_id, points=exercise.points, full=len(exercise.full),
+                graded=len(exercise.graded), rows=rows, bars=shown, chart_width=CHART_WIDTH,
+                chart_height=len(shown) * (BAR_HEIGHT + BAR_GAP) + BAR_GAP)
 
 
 def write_html(assignment: str, exercises: list[Exercise], path: Path, first: list[FirstAttempt] = ()) -> Path:
-    sections = []
-    for exercise in exercises:
-        rows = []
-        for key, hint, students in exercise.ranked():
-            en, zh = label(key, hint)
-            taught = taught_in(section(key, hint))
-            rows.append(f'<tr><td class="count">{len(students)}</td><td><code>{html.escape(key)}</code>'
-                        f'{"<br><code>" + html.escape(hint) + "</code>" if hint else ""}</td>'
-                        f'<td>{html.escape(en)}<br><span class="zh">{html.escape(zh)}</span></td><td>{taught}</td>'
-                        f'<td><details><summary>{len(students)}</summary>{html.escape(", ".join(students))}</details></td></tr>')
-        table = ("<table><tr><th>students / 学生</th><th>message / 消息</th><th>what it says / 内容</th>"
-                 "<th>taught in / 讲解位置</th><th>who / 名单</th></tr>" + "".join(rows) + "</table>") if rows else ""
-        sections.append(f"<h2><code>{html.escape(exercise.grade_id)}</code> · {exercise.points:g} points / 分</h2>"
-                        f"<p>{len(exercise.full)} of {len(exercise.graded)} students got every point · "
-                        f'<span class="zh">{len(exercise.graded)} 名学生中有 {len(exercise.full)} 名得满分</span></p>'
-                        f"{chart(exercise)}{table}")
-    page = PAGE.format(
-        title=f"What the class got wrong / 全班错在哪里 · {html.escape(assignment)}",
-        intro_en=("For each exercise: how many students lost its points to each diagnostic of the course "
-                  "(by message key, the same in both languages), and the lesson section that teaches the point."),
-        intro_zh="每道练习：有多少名学生因课程的哪条诊断信息失分（按消息键统计，两种语言相同），以及讲解这一点的课程小节。",
-        summary=class_summary(exercises), sections="\n".join(sections) + first_attempts_html(list(first)))
+    reteach, graded = _reteach(exercises)
+    page = _templates().get_template("page.html.j2").render(
+        assignment=assignment, reteach=reteach, graded=graded,
+        exercises=[_shown_exercise(exercise) for exercise in exercises],
+        first=[_shown_attempt(attempt) for attempt in first])
     path.write_text(page, encoding="utf-8")
     return path
 

@@ -4,11 +4,19 @@ nbgrader loads that file itself in every `nbgrader` command; the course's own co
 `course setup`, `course status`) load it here, once, as nbgrader would in the course folder, and hand
 the same Config to everything that needs it: the gradebook queries and every worker's NbGraderAPI.
 """
+import os
 from pathlib import Path
 
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
+# The environment variables that override a setting, each read here and nowhere else (README, "Environment
+# variables"): variable → (section, setting, value from the variable's text). Grading kernels never see them.
+OVERRIDES = {
+    "COURSE_DB_URL": ("CourseDirectory", "db_url", str),  # a shared gradebook (README, "Beyond one machine")
+    "COURSE_NO_SANDBOX": ("Sandbox", "enabled", lambda given: given in ("", "0")),  # 1: grade without the sandbox
+    "COURSE_BWRAP": ("Sandbox", "bwrap", str),  # another bwrap than the one on PATH
+}
 BUSY_TIMEOUT_S = 300  # a worker waits this long for SQLite's lock instead of failing "database is locked"
 
 
@@ -30,3 +38,13 @@ def load(root: Path) -> Config:
 
 def gradebook_url(config: Config) -> str:
     return config.CourseDirectory.db_url
+
+
+def from_environment(config: Config, environ=None) -> Config:
+    """The settings that OVERRIDES' variables override, where they are set (not empty): called by
+    nbgrader_config.py, so that every nbgrader and `course` command reads them the same way."""
+    environ = os.environ if environ is None else environ
+    for variable, (section, name, value) in OVERRIDES.items():
+        if environ.get(variable):
+            config[section][name] = value(environ[variable])
+    return config

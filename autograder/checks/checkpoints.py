@@ -7,25 +7,9 @@ from os.path import exists as _exists  # bound once: a submission that replaces 
 import torch
 
 from ..messages import text
+from ..probes import restored_locations, saved_as_if_from
 from .core import _dtype_of, _fail, _name
 from .tensors import assert_dtype, assert_values
-
-
-def restored_locations(path, map_location):
-    """Where `torch.load(path, map_location=map_location)` would put each storage, without a GPU: the
-    location strings PyTorch's restore step receives, in order; every storage itself stays on the CPU."""
-    import torch.serialization
-    from unittest import mock
-
-    locations = []
-
-    def record(storage, location):
-        locations.append(location)
-        return storage
-
-    with mock.patch.object(torch.serialization, "default_restore_location", record):
-        torch.load(path, map_location=map_location, weights_only=True)
-    return locations
 
 
 def assert_map_location(map_location, rank, world_size, folder, what):
@@ -33,14 +17,12 @@ def assert_map_location(map_location, rank, world_size, folder, what):
     and leaves tensors saved from the CPU on the CPU: checked by loading checkpoints saved as if from there."""
     __tracebackhide__ = True
     import pathlib
-    import torch.serialization
-    from unittest import mock
 
     if not isinstance(map_location, dict):
         _fail("map_not_dict", what=what, found=f"{_name(map_location)} {map_location!r}")
     for saved in [f"cuda:{index}" for index in range(world_size)] + ["cpu"]:
         path = pathlib.Path(folder) / f"saved_from_{saved.replace(':', '_')}.pt"
-        with mock.patch.object(torch.serialization, "location_tag", lambda storage, saved=saved: saved):
+        with saved_as_if_from(saved):
             torch.save({"weight": torch.ones(2)}, path)
         (found,) = restored_locations(path, map_location)
         if saved == "cpu" and found != "cpu":

@@ -221,10 +221,3 @@ def _holds(batch, items) -> bool:
     # a number or a string: equal, of the same type (a sealed call rebuilds the caller's, as equal objects)
     return items is batch or type(items) is type(batch) and items == batch
 
-
-def assert_one_device(tensors: Mapping, what):
-    """All named tensors share one device."""
-    __tracebackhide__ = True
-    devices = sorted({str(_device_of(t)) for t in tensors.values()})
-    if len(devices) > 1:
-        _fail("mixed_devices", what=what, found=", ".join(devices))

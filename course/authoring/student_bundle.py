@@ -9,7 +9,6 @@ student configuration (deploy/student/: nbgrader's instructor extensions turned 
 without the grading sandbox). Nothing from `source/` (solutions, hidden tests), `tests/` or `course/`
 (the mistake corpus). tests/system/test_student_bundle.py checks.
 """
-import json
 import re
 import shutil
 import sys
@@ -19,25 +18,19 @@ from importlib import metadata
 from pathlib import Path
 
 import nbformat
+import tomli_w
 
 from ..classroom import ROOT
 from .monolingual import for_students
 
 PACKAGE = "autograder"  # what runs in a student's or a grading kernel: shipped whole
-# autograder's one-line re-exports of modules that moved to `course` (issue 24), kept for old course
-# configurations: instructor code, the only modules of the package that import `course`
-MOVED = ("feedback", "formgrade", "grading", "sandbox")
 STUDENT_FILES = ROOT / "deploy" / "student"   # README, Makefile, nbgrader and Jupyter configuration
 # Instructor-only requirements (monolingual views use OpenCC) stay out of the student environment.
-INSTRUCTOR_ONLY_REQUIREMENTS = ("opencc",)
+INSTRUCTOR_ONLY_REQUIREMENTS = ("opencc", "tomli-w")
 
 
 def assignments(root: Path = ROOT) -> list[str]:
     return sorted(p.parent.name for p in (root / "release").glob("*/*.ipynb") if p.stem == p.parent.name)
-
-
-def student_notebooks(root: Path = ROOT) -> list[Path]:
-    return sorted((root / "notebooks").glob("*.ipynb")) + sorted((root / "release").glob("*/*.ipynb"))
 
 
 def student_packages(root: Path = ROOT) -> list[str]:
@@ -68,27 +61,16 @@ def jupyter_data_files(root: Path = ROOT) -> dict[str, list[str]]:
 
 def pyproject(root: Path = ROOT) -> str:
     project = tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["project"]
-    data_files = "\n".join(f"{json.dumps(folder)} = {json.dumps(files)}" for folder, files in jupyter_data_files(root).items())
-    return f"""# The student environment of the course (built by `make student-bundle` in the instructor's repository).
-[build-system]
-requires = ["setuptools>=68"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "torch-to-course-student"
-version = {json.dumps(project["version"])}
-requires-python = {json.dumps(project["requires-python"])}
-dependencies = {json.dumps(requirements(root), ensure_ascii=False)}
-
-[tool.setuptools]
-packages = {json.dumps(sorted(student_packages(root)))}
-
-[tool.setuptools.package-data]
-{PACKAGE} = ["*.json"]
-
-[tool.setuptools.data-files]
-{data_files}
-"""
+    student = {
+        "build-system": {"requires": ["setuptools>=68"], "build-backend": "setuptools.build_meta"},
+        "project": {"name": "torch-to-course-student", "version": project["version"],
+                    "requires-python": project["requires-python"], "dependencies": requirements(root)},
+        "tool": {"setuptools": {"packages": sorted(student_packages(root)),
+                                "package-data": {PACKAGE: ["*.json"]},
+                                "data-files": jupyter_data_files(root)}},
+    }
+    return ("# The student environment of the course (built by `make student-bundle` in the instructor's "
+            "repository).\n" + tomli_w.dumps(student))
 
 
 def build(dest: Path, root: Path = ROOT) -> Path:
@@ -99,8 +81,7 @@ def build(dest: Path, root: Path = ROOT) -> Path:
     dest.mkdir(parents=True)
     shutil.copytree(STUDENT_FILES, dest, dirs_exist_ok=True)
     (dest / "pyproject.toml").write_text(pyproject(root), "utf-8")
-    shutil.copytree(root / PACKAGE, dest / PACKAGE,
-                    ignore=shutil.ignore_patterns("__pycache__", *(f"{module}.py" for module in MOVED)))
+    shutil.copytree(root / PACKAGE, dest / PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
     (dest / "notebooks" / "figures").mkdir(parents=True)
     for lesson in sorted((root / "notebooks").glob("*.ipynb")):  # no answer printed under a prompt
         nbformat.write(for_students(nbformat.read(lesson, as_version=4)), dest / "notebooks" / lesson.name)

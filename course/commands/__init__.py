@@ -4,7 +4,7 @@
     report    what the tests catch in the mistake corpus, answer by answer
     setup     register every assignment (and roster.csv) in the gradebook
     status    what still waits for grading by hand
-    grade     autograde a class, several submissions at a time (the work: course/grade.py)
+    grade     autograde a class, several submissions at a time (the work: course/grading/)
     merge     bring the shards' autograded/ folders back into one course folder
     insights  what the class got wrong, per exercise and diagnostic
     view      monolingual copies of notebooks

@@ -4,7 +4,6 @@ from pathlib import Path
 
 from autograder.messages import message
 
-from .. import classroom, insights
 from . import say
 
 HELP = "grade the bundled demo class / 为自带的演示班级评分"
@@ -17,6 +16,8 @@ def arguments(parser, name="demo"):
 
 def run(args) -> int:
     """Grade the bundled demo class from scratch with plain nbgrader commands and print the results."""
+    from .. import insights
+
     graded = grade_corpus_class(args)
     print_scores(graded)
     print_diagnostics(graded)
@@ -25,7 +26,10 @@ def run(args) -> int:
     return finish(graded)
 
 
-def grade_corpus_class(args) -> classroom.GradedClass:
+def grade_corpus_class(args):
+    """The corpus class, graded (a classroom.GradedClass)."""
+    from .. import classroom
+
     root = Path(args.root).resolve()
     say(f"Course folder: {root}", f"课程目录：{root}")
     say(f"Autograding with `nbgrader autograde {args.assignment}` …",
@@ -35,6 +39,8 @@ def grade_corpus_class(args) -> classroom.GradedClass:
 
 
 def finish(graded) -> int:
+    from .. import classroom
+
     log = graded.root / "autograde.log"
     for student in graded.not_graded:
         say(f"! {student}: not graded, the file is not a readable notebook (see {log}).",
@@ -48,6 +54,8 @@ def finish(graded) -> int:
 def print_scores(graded):
     """The class's autograded points per test cell, under a row of each cell's maximum, students in
     natural order (mistakes-2 before mistakes-10), then what waits for hand grading."""
+    from .. import classroom
+
     cells = sorted({cell for grades in graded.scores.values() for cell in grades})
     maximum = classroom.max_points(graded.assignment, graded.root)
     width = max(len(s) for s in [*graded.scores, "max"]) + 2

@@ -1,5 +1,6 @@
 """`course grade`: autograde a class with nbgrader, several submissions at a time (the work itself is
-course/grade.py), after checking the sandbox, the gradebook and the roster."""
+course/grading/), after checking the sandbox, the gradebook and the roster. The work is imported when the
+command runs, so that `course --help` imports neither nbgrader nor the kernels."""
 import argparse
 import contextlib
 import os
@@ -8,10 +9,6 @@ from pathlib import Path
 
 from autograder.messages import Bilingual, message, text
 
-from .. import grade, settings
-from ..grade import submitted_students
-from ..gradebook import off_roster, print_hand_grading, print_late, registered
-from ..kernels import sandbox
 from ..terminal import OwnLines, visible
 from . import is_course_with, say
 
@@ -35,14 +32,35 @@ def arguments(parser):
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run submissions WITHOUT the sandbox, with all your rights (logged) / "
                              "不使用沙箱运行提交，拥有你的全部权限（会记录在日志中）")
+    parser.add_argument("--help-all", action=SettingsHelp, nargs=0,
+                        help="show every setting of grading (c.Sandbox..., c.SafeExecute..., in nbgrader_config.py) "
+                             "and exit / 显示评分的全部设置（nbgrader_config.py 中的 c.Sandbox... 等）并退出")
     parser.add_argument("--shard", type=shard, metavar="I/N",
                         help="only shard I of N: the students whose id hashes to it (one cluster job per "
                              "shard; README, \"Beyond one machine\") / 只评 N 片中的第 I 片：学生编号的哈希值"
                              "落在该片的学生（集群上每片一个任务；见 README 的“超出一台机器”）")
 
 
+def grading_classes() -> list:
+    """The classes whose settings bound grading (nbgrader's own `--help-all` lists only nbgrader's classes)."""
+    from ..kernels import sandbox
+    from ..kernels.manager import GradingKernelManager
+    from ..plugins.autograde import DecideGrades, SafeExecute
+
+    return [sandbox.Sandbox, GradingKernelManager, SafeExecute, DecideGrades]
+
+
+class SettingsHelp(argparse.Action):
+    """`course grade --help-all`: traitlets' own help of every grading setting, as `nbgrader --help-all` shows nbgrader's."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        for cls in grading_classes():
+            print(cls.class_get_help())
+        parser.exit()
+
+
 def shard(given: str) -> tuple[int, int]:
-    """`--shard I/N`: this job grades shard I of N (course.grade.shard_of)."""
+    """`--shard I/N`: this job grades shard I of N (course.grading.shards.shard_of)."""
     index, _, count = given.partition("/")
     if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
         raise argparse.ArgumentTypeError(message("shard_invalid", given=given))
@@ -59,6 +77,10 @@ def run(args) -> int:
 
 
 def _grade(args, quote) -> int:
+    from .. import grading, settings
+    from ..gradebook import off_roster, print_hand_grading, print_late, registered
+    from ..kernels import sandbox
+
     root = Path(args.root)
     if not is_course_with(root, args.assignment, "grade"):
         return 2
@@ -68,22 +90,22 @@ def _grade(args, quote) -> int:
         config.Sandbox.enabled = False
         shown = text("sandbox_disabled")
         say(shown.en, shown.zh)
-    elif sandbox.enabled(config) and sandbox.problem():
-        shown = text("sandbox_unavailable", reason=sandbox.problem())
+    elif sandbox.enabled(config) and sandbox.problem(config):
+        shown = text("sandbox_unavailable", reason=sandbox.problem(config))
         say(shown.en, shown.zh)
         return 2
     db_url = settings.gradebook_url(config)
     if not registered(db_url, args.assignment):
         print(message("not_registered", assignment=args.assignment, gradebook=db_url), flush=True)
         return 2
-    students = args.student or submitted_students(root.resolve(), args.assignment)
+    students = args.student or grading.submitted_students(root.resolve(), args.assignment)
     if config.Autograde.get("create_student", True) is False:
         # nbgrader would refuse each of them with a traceback (MissingEntry), on every run: named once instead
         unknown = off_roster(db_url, students)
         if unknown:
             print(message("not_on_roster", students=", ".join(map(visible, unknown)), assignment=args.assignment), flush=True)
             students = [student for student in students if student not in unknown]
-    outcome = grade.grade(Path(args.root), args.assignment, args.jobs, config, students,
+    outcome = grading.grade(Path(args.root), args.assignment, args.jobs, config, students,
                                 progress=lambda line: print(line, flush=True),
                                 fork_server=not args.no_fork_server, shard=args.shard, force=args.force,
                                 quote=quote)

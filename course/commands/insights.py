@@ -1,7 +1,6 @@
 """`course insights`: what the class got wrong, per exercise and diagnostic, as a page and a CSV."""
 from pathlib import Path
 
-from .. import insights
 from . import registered_gradebook, say
 
 HELP = "what the class got wrong, per exercise and diagnostic / 全班错在哪里：按练习和诊断信息统计"
@@ -16,6 +15,8 @@ def arguments(parser):
 
 def run(args) -> int:
     """Per exercise, how many students hit each diagnostic, as a bilingual page and a CSV."""
+    from .. import insights
+
     root = Path(args.root).resolve()
     if registered_gradebook(root, args.assignment, "insights") is None:
         return 2

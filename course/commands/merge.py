@@ -3,7 +3,6 @@ from pathlib import Path
 
 from autograder.messages import message
 
-from .. import grade
 
 HELP = "copy the shards' autograded/ folders into one course folder / 把各片的 autograded/ 目录复制到一个课程目录中"
 
@@ -17,8 +16,10 @@ def arguments(parser):
 
 def run(args) -> int:
     """Bring the shards' autograded/ folders back into one course folder (README, "Beyond one machine")."""
+    from ..grading.shards import merge
+
     try:
-        merged = grade.merge(Path(args.root), args.assignment, args.shard_roots)
+        merged = merge(Path(args.root), args.assignment, args.shard_roots)
     except ValueError as error:
         print(f"! {error}", flush=True)
         return 2

@@ -3,11 +3,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nbgrader.apps import NbGraderAPI
-
 from autograder.messages import message
 
-from .. import settings
 
 HELP = "register every assignment (and roster.csv) in the gradebook / 把每个作业（以及 roster.csv）登记到成绩册"
 
@@ -19,6 +16,10 @@ def arguments(parser):
 def run(args) -> int:
     """Register every assignment of release/ in the course's gradebook (and roster.csv, if there is one),
     with nbgrader's own commands, so that collect, autograde and the formgrader know them. Idempotent."""
+    from nbgrader.apps import NbGraderAPI
+
+    from .. import settings
+
     root = Path(args.root).resolve()
     config = settings.load(root)
     api = NbGraderAPI(config=config)

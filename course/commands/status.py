@@ -1,7 +1,6 @@
 """`course status`: per student, points so far and what still waits for grading by hand."""
 from pathlib import Path
 
-from ..gradebook import print_hand_grading, print_late
 from . import registered_gradebook
 
 HELP = "what still needs grading by hand / 还有哪些需要人工评分"
@@ -14,6 +13,8 @@ def arguments(parser):
 
 def run(args) -> int:
     """Per student: points so far, and what still waits for grading by hand in the formgrader."""
+    from ..gradebook import print_hand_grading, print_late
+
     root = Path(args.root).resolve()
     db_url = registered_gradebook(root, args.assignment, "status")
     if db_url is None:

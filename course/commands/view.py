@@ -1,7 +1,6 @@
 """`course view`: monolingual copies of notebooks (not committed: views/ is ignored)."""
 from pathlib import Path
 
-from ..authoring.monolingual import write_views
 
 HELP = "monolingual copies of notebooks / 生成单语版本的笔记本"
 
@@ -14,6 +13,8 @@ def arguments(parser):
 
 def run(args) -> int:
     """Write monolingual copies of notebooks (not committed: views/ is ignored)."""
+    from ..authoring.monolingual import write_views
+
     for path in write_views(args.notebooks, args.lang, Path(args.out)):
         print(path)
     return 0

@@ -6,10 +6,15 @@ can push the machine into the OOM killer while others are graded. Linux bounds a
 a cgroup: each sandbox (course/kernels/sandbox.py) gets one of its own, made under the grader's own cgroup,
 with `memory.max` (shared mappings, tmpfs pages and children included) and `pids.max` (threads count too).
 
-Where it can: cgroup v2 with the `memory` and `pids` controllers delegated to the grader (systemd-run
-`-p Delegate=yes`, a delegated slice, root in a container of its own), or cgroup v1's `memory` and
-`pids` hierarchies writable by the grader (root on a v1 or hybrid machine). Elsewhere there are no groups,
-`problem()` says why, and every per-process limit still holds (README, "A kernel bounded as a whole").
+Where it can, in this order:
+1. cgroup v2, the grader's own group delegated to it with `memory` and `pids` (`systemd-run --scope -p
+   Delegate=yes`, a service with `Delegate=yes`): its processes move to a leaf, the groups go beside it;
+2. cgroup v2, a subtree the grader creates (`course-sandboxes`) under the nearest group above its own that
+   already hands `memory` and `pids` to its children and that it may write: as root, the hierarchy's root
+   when the grader's own group is given fewer controllers (a container runtime's or a service's group);
+3. cgroup v1's `memory` and `pids` hierarchies writable by the grader (root on a v1 or hybrid machine).
+Elsewhere there are no groups, `problem()` says why, and every per-process limit still holds. `said()` is
+the one line the grader logs, once, either way (README, "A kernel bounded as a whole").
 
 The sandbox's first process joins its group before it becomes bwrap (`wrap`), so everything the sandbox
 starts is inside from its first instruction; a kernel forked into a sandbox joins it from the fork
@@ -121,21 +126,28 @@ def problem() -> str | None:
     return places if isinstance(places, str) else None
 
 
+def said(memory_bytes, max_processes) -> tuple[bool, str]:
+    """(whether sandboxes are bounded as a whole here, the line that says which bound holds and why)."""
+    from autograder.messages import message
+
+    places = _places()
+    if isinstance(places, str):
+        return False, message("sandbox_no_group", reason=places)
+    version, parents = places
+    return True, message("sandbox_group", version=version, where=", ".join(map(str, parents)),
+                         memory=f"{memory_bytes / 2**30:g}", processes=max_processes)
+
+
 @functools.cache
 def _places():
     """(version, the parent folder of new groups per hierarchy), or why there is none."""
     own = _own_cgroups()
     mounts = _mounts()
     if "" in own and "cgroup2" in mounts:
-        parent = Path(mounts["cgroup2"]) / own[""].lstrip("/")
-        controllers = _read(parent / "cgroup.controllers").split()
-        if all(c in controllers for c in CONTROLLERS):
-            reason = _v2_delegate(parent)
-            if reason is None:
-                return 2, [parent / "course-sandboxes"]
-            v2_problem = reason
-        else:
-            v2_problem = f"cgroup v2 at {parent} has no {'/'.join(c for c in CONTROLLERS if c not in controllers)} controller"
+        found = _v2_place(Path(mounts["cgroup2"]), own[""])
+        if isinstance(found, Path):
+            return 2, [found]
+        v2_problem = found
     else:
         v2_problem = "no cgroup v2"
     parents = []
@@ -147,6 +159,34 @@ def _places():
             return f"{v2_problem}; cgroup v1 {controller} at {parent} is not writable"
         parents.append(parent)
     return 1, parents
+
+
+def _v2_place(mount: Path, own: str) -> Path | str:
+    """Where new groups go under cgroup v2 (see the module's note, 1 and 2), or why nowhere."""
+    group = mount / own.lstrip("/")
+    controllers = _read(group / "cgroup.controllers").split()
+    missing = "/".join(c for c in CONTROLLERS if c not in controllers)
+    reasons = [_v2_delegate(group) if not missing else f"cgroup v2 at {group} has no {missing} controller"]
+    if reasons[0] is None:
+        return group / "course-sandboxes"
+    for above in [*group.parents[:len(group.relative_to(mount).parts)]]:  # the nearest first, up to the mount
+        handed_down = _read(above / "cgroup.subtree_control").split()
+        if not all(c in handed_down for c in CONTROLLERS):
+            continue
+        if not os.access(above, os.W_OK):
+            reasons.append(f"{above} hands down {'/'.join(CONTROLLERS)} but is not writable by this user")
+            break
+        holder = above / "course-sandboxes"
+        try:
+            holder.mkdir(exist_ok=True)
+            (holder / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in CONTROLLERS))
+        except OSError as error:
+            reasons.append(f"cgroup v2 at {holder}: {error.strerror}")
+            break
+        return holder
+    else:
+        reasons.append(f"no group above it hands down {'/'.join(CONTROLLERS)}")
+    return "; ".join(reasons)
 
 
 def _v2_delegate(parent) -> str | None:

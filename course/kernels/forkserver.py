@@ -59,6 +59,7 @@ import time
 import traceback
 
 from autograder.kernel import refuse_tracing
+from autograder.linux import close_all_but
 
 from . import cgroups, sandbox
 from .sandbox import SandboxedProvisioner
@@ -164,7 +165,7 @@ def prestart_for_autograde(config):
     """Start this process's fork server for sandboxed autograde kernels now, so that its imports
     overlap nbgrader's work on the first submission (the first kernel would start it anyway). `config`:
     the command's Config (whether the sandbox is on)."""
-    if sys.platform.startswith("linux") and sandbox.enabled(config) and not sandbox.problem():
+    if sys.platform.startswith("linux") and sandbox.enabled(config) and not sandbox.problem(config):
         # what a sandboxed kernel's environment will be while nbgrader autogrades (the server's key)
         fork_server(sys.executable, autograde_environment())
 
@@ -350,14 +351,6 @@ def _drop_privileges():
         raise OSError(f"capabilities left after dropping them: {left}")
 
 
-def _close_all_but(kept):
-    start = 3
-    for fd in sorted(kept):
-        os.closerange(start, fd)
-        start = fd + 1
-    os.closerange(start, 1 << 16)
-
-
 def _run_kernel(request, ready_writer, output, middle, kept=()):
     """Become `python -m ipykernel_launcher ARGS` (or the verdict process) in the requested directory
     and environment."""
@@ -370,7 +363,7 @@ def _run_kernel(request, ready_writer, output, middle, kept=()):
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         if output is not None:
             os.dup2(output, 1), os.dup2(output, 2)
-        _close_all_but([ready_writer, *kept])  # nothing of the server's passes on
+        close_all_but([ready_writer, *kept])  # nothing of the server's passes on
         os.write(ready_writer, b"1")
         os.close(ready_writer)
         if not request["sandboxed"]:

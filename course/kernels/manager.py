@@ -7,9 +7,10 @@ neither module imports the other's user.
 import uuid
 
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool
+from traitlets import Bool, Integer
 
-from . import sandbox
+from autograder.kernel import CPU_SECONDS, MEMORY_BYTES, kernel_arguments
+
 from .forkserver import ForkedKernelProvisioner
 from .sandbox import SandboxedProvisioner
 
@@ -21,8 +22,17 @@ class GradingKernelManager(AsyncKernelManager):
 
     fork_server = Bool(False, config=True, help="Fork each kernel from this process's warm fork server "
                        "(course/kernels/forkserver.py) rather than start it as a new process.")
+    # each process of a kernel alone (its sandbox as a whole: Sandbox.memory_bytes and .processes)
+    memory_bytes = Integer(MEMORY_BYTES, config=True, help="RLIMIT_DATA of each process of a grading kernel (the "
+                           "memory it writes to: the same limit with and without CUDA). The verdict's follow it.")
+    cpu_seconds = Integer(CPU_SECONDS, config=True, help="RLIMIT_CPU of each process of a grading kernel. The "
+                          "verdict's follow it.")
 
     async def _async_pre_start_kernel(self, **kw):
+        # every grading kernel first remembers the real PyTorch and course functions (tampering is then
+        # reported by the tests) and caps its own memory and CPU time (autograder/kernel.py)
+        given, ours = list(kw.get("extra_arguments") or []), kernel_arguments(self.memory_bytes, self.cpu_seconds)
+        kw["extra_arguments"] = given + [argument for argument in ours if argument not in given]  # (a restart: once)
         if self.provisioner is None:
             if self.fork_server:
                 provisioner_class = ForkedKernelProvisioner
@@ -34,14 +44,20 @@ class GradingKernelManager(AsyncKernelManager):
         return await super()._async_pre_start_kernel(**kw)
 
 
-def use_for_nbgrader(group_memory_bytes=None, group_processes=None):
-    """Make nbgrader's own Execute preprocessor (the one `nbgrader validate` runs; nbgrader does not
-    let its list be configured) start its kernels with GradingKernelManager. Called from
-    nbgrader_config.py; autograde's SafeExecute asks for it directly. The limits are those of each
-    sandbox as a whole (its cgroup)."""
-    from nbgrader.preprocessors import execute
+def use_for_nbgrader(**moved):
+    """Make nbgrader's own Execute preprocessor (the one `nbgrader validate` runs; nbgrader lets neither its
+    list nor its kernel manager be configured) start its kernels with GradingKernelManager. Called from
+    nbgrader_config.py; autograde's SafeExecute asks for it directly.
 
-    sandbox.GROUP_MEMORY_BYTES = group_memory_bytes or sandbox.GROUP_MEMORY_BYTES
-    sandbox.GROUP_PROCESSES = group_processes or sandbox.GROUP_PROCESSES
+    An older nbgrader_config.py passes `group_memory_bytes=…, group_processes=…`: they are settings now
+    (`c.Sandbox.memory_bytes`, `c.Sandbox.processes`). Such a file still loads, and grades sandboxed with the
+    settings' values; the log says the one-line fix (an error here would stop the file before its pipelines)."""
+    from nbgrader.preprocessors import execute
+    from traitlets.log import get_logger
+
+    from autograder.messages import message
+
+    if moved:
+        get_logger().warning(message("sandbox_limits_moved", given=", ".join(f"{k}={v}" for k, v in sorted(moved.items()))))
 
     execute.AsyncKernelManager = GradingKernelManager

@@ -40,6 +40,8 @@ warm server into sandboxes of the same shape. Where the sandbox cannot start (no
 namespaces, not Linux), grading refuses to run unless the instructor explicitly turns the sandbox off:
 `course grade --no-sandbox`, or `COURSE_NO_SANDBOX=1` for plain nbgrader (logged on every kernel). Both
 set one configuration value, `Sandbox.enabled`, which every part of grading reads from the Config it was given.
+Every other bound of a sandbox is a setting of the same class (`Sandbox`: its memory and processes as a whole,
+the sizes of its /tmp and /dev/shm, the bwrap program), set in nbgrader_config.py as `c.Sandbox.memory_bytes`.
 """
 import functools
 import json
@@ -57,22 +59,19 @@ from collections import deque
 from pathlib import Path
 
 from jupyter_client.provisioning import LocalProvisioner
-from traitlets import Bool
+from traitlets import Bool, Integer, Unicode, default
 from traitlets.config import Configurable
 
-from autograder.kernel import no_tracing_filter
+from autograder.kernel import MEMORY_BYTES, no_tracing_filter
 from autograder.messages import message
 
 from . import cgroups
 from ..terminal import visible
 
-NAME = "course-sandboxed-provisioner"
-NO_SANDBOX_VARIABLE = "COURSE_NO_SANDBOX"  # read by nbgrader_config.py, into Sandbox.enabled
-BWRAP_VARIABLE = "COURSE_BWRAP"  # another bwrap than the one on PATH
+NO_SANDBOX_VARIABLE = "COURSE_NO_SANDBOX"  # overrides Sandbox.enabled (read by course.settings.from_environment)
+BWRAP_VARIABLE = "COURSE_BWRAP"  # overrides Sandbox.bwrap (read by course.settings.from_environment)
 SANDBOX_UID = SANDBOX_GID = 65534  # the sandbox's own view: "nobody", whoever grades
 HOME = "/tmp/home"
-TMP_BYTES = 512 * 2**20   # private /tmp (memory: RLIMIT_DATA does not count tmpfs pages)
-SHM_BYTES = 256 * 2**20   # private /dev/shm (DataLoader workers share tensors there)
 # variables a grading kernel gets from the grader: the locale, nbgrader's own documented ones, and the
 # ones grading itself reads (the GPU job's CUDA requirement, which GPU, how many threads)
 PASSED_VARIABLES = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_NUMERIC", "TZ",
@@ -85,9 +84,6 @@ COURSE_MARKERS = ("nbgrader_config.py", "gradebook.db", "source", "submitted", "
 OUTPUT_KEPT = 8192  # bytes of a kernel's own stdout/stderr kept for the grader's log
 OUTPUT_LIMIT = 1 * 2**20  # bytes of a sandbox's own output kept for the log (a flood is read and dropped)
 SOCKETS_BYTES = 1 * 2**20  # the sockets' own tmpfs: sockets take no space, nothing else belongs there
-# each sandbox as a whole, where cgroups can be made (course/kernels/cgroups.py); use_for_nbgrader() sets them
-GROUP_MEMORY_BYTES = 6 * 2**30  # every process of the sandbox together: shared mappings and tmpfs included
-GROUP_PROCESSES = 512  # processes and threads
 PRIVATE_PREFIX = "course-kernel-"  # + the grading process's pid: a sandbox's private folder in /tmp
 
 
@@ -96,21 +92,35 @@ class SandboxError(RuntimeError):
 
 
 class Sandbox(Configurable):
-    """Whether grading runs sandboxed: the kernels (SandboxedProvisioner, ForkedKernelProvisioner) and the
-    verdict (course.plugins.autograde.DecideGrades). nbgrader_config.py sets it from COURSE_NO_SANDBOX for plain
-    nbgrader; `course grade --no-sandbox` sets it in the Config the command passes down."""
+    """The sandbox of every grading kernel and verdict (SandboxedProvisioner, ForkedKernelProvisioner,
+    course.plugins.autograde.DecideGrades): whether there is one, and its bounds. Set in nbgrader_config.py
+    (`c.Sandbox.memory_bytes = 4 * 2**30`); `course grade --no-sandbox` sets `enabled` in the Config the command
+    passes down; COURSE_NO_SANDBOX and COURSE_BWRAP override `enabled` and `bwrap` (course/settings.py)."""
 
     enabled = Bool(True, help="Run every grading kernel and verdict in its own sandbox. Off, submissions "
-                              "run with every right of the grading user (logged on every kernel).").tag(config=True)
+                              "run with every right of the grading user (logged on every kernel). "
+                              "COURSE_NO_SANDBOX=1 turns it off.").tag(config=True)
+    memory_bytes = Integer(MEMORY_BYTES, help="Bytes of memory all processes of one sandbox may hold together (shared "
+                                           "mappings and tmpfs pages included), where it gets a cgroup of its own "
+                                           "(course/kernels/cgroups.py). Keep jobs × this below the machine's "
+                                           "memory.").tag(config=True)
+    processes = Integer(512, help="Processes and threads one sandbox may hold together, where it gets a "
+                                  "cgroup of its own").tag(config=True)
+    tmp_bytes = Integer(512 * 2**20, help="Size of a sandbox's private /tmp (memory: a process's RLIMIT_DATA "
+                                          "does not count tmpfs pages)").tag(config=True)
+    shm_bytes = Integer(256 * 2**20, help="Size of a sandbox's private /dev/shm (DataLoader workers share "
+                                          "tensors there)").tag(config=True)
+    bwrap = Unicode(help="The bubblewrap program (default: `bwrap` on PATH; COURSE_BWRAP overrides "
+                         "it)").tag(config=True)
+
+    @default("bwrap")
+    def _bwrap_on_path(self):
+        return shutil.which("bwrap") or ""
 
 
 def enabled(config=None) -> bool:
     """Whether `config` (an nbgrader or `course` command's Config) keeps the sandbox on: the default."""
     return Sandbox(config=config).enabled
-
-
-def bwrap_command() -> str | None:
-    return os.environ.get(BWRAP_VARIABLE) or shutil.which("bwrap")
 
 
 @functools.cache
@@ -129,14 +139,15 @@ def _problem(bwrap) -> str | None:
     return None
 
 
-def problem() -> str | None:
-    """Why a sandbox cannot start on this machine, or None when it can (checked once per process)."""
-    return _problem(bwrap_command())
+def problem(config=None) -> str | None:
+    """Why a sandbox cannot start on this machine with `config`'s bwrap, or None when it can (checked once
+    per process)."""
+    return _problem(Sandbox(config=config).bwrap)
 
 
-def require():
+def require(config=None):
     """Raise SandboxError, saying what to install or enable, when the sandbox cannot start here."""
-    found = problem()
+    found = problem(config)
     if found:
         raise SandboxError(message("sandbox_unavailable", reason=found))
 
@@ -211,8 +222,9 @@ class KernelSandbox:
     process; `start_holder()` starts a sandbox whose first process only holds it open, for a kernel
     forked from the fork server to join (course/kernels/forkserver.py)."""
 
-    def __init__(self, work_dir, log=None):
-        require()
+    def __init__(self, work_dir, log=None, config=None):
+        self.settings = Sandbox(config=config)  # the bounds: the grading command's Config, or the defaults
+        require(config)
         self.work_dir = os.path.realpath(work_dir)
         self.log = log
         found = too_wide(self.work_dir)
@@ -237,13 +249,13 @@ class KernelSandbox:
         self.closed = False
 
     def arguments(self, env, command, info_fd, seccomp_fd=None) -> list[str]:
-        args = [bwrap_command(), *_isolation(), "--info-fd", str(info_fd)]
+        args = [self.settings.bwrap, *_isolation(), "--info-fd", str(info_fd)]
         for path in HOST_DIRS:
             if os.path.islink(path):
                 args += ["--symlink", os.readlink(path), path]
             elif os.path.isdir(path):
                 args += ["--ro-bind", path, path]
-        args += ["--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--dir", HOME]  # first: the runtime may live in /tmp
+        args += ["--size", str(self.settings.tmp_bytes), "--tmpfs", "/tmp", "--dir", HOME]  # first: the runtime may live in /tmp
         for path in HOST_ETC:
             args += ["--ro-bind-try", path, path]
         for name in ("passwd", "group", "hosts"):
@@ -261,7 +273,7 @@ class KernelSandbox:
             args += ["--ro-bind-try", "/sys", "/sys"]
         else:
             args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
-        args += ["--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+        args += ["--size", str(self.settings.shm_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
                  "--size", str(SOCKETS_BYTES), "--tmpfs", str(self.run_dir),
                  "--bind", self.work_dir, self.work_dir, "--chdir", self.work_dir]
         if os.path.exists(self.connection_file):
@@ -287,7 +299,7 @@ class KernelSandbox:
         return os.pidfd_open(self.first_pid)
 
     def _start(self, command, env, first_comm, keep_fds=()):
-        self.group = _new_group(self.log)
+        self.group = _new_group(self.settings, self.log)
         try:
             self._launch(command, env, first_comm, keep_fds)
         except BaseException:
@@ -406,16 +418,21 @@ class KernelSandbox:
         shutil.rmtree(self.private, ignore_errors=True)
 
 
-def _new_group(log):
-    """The cgroup of a new sandbox, or None where there are none (said once per grading process)."""
-    group = cgroups.create(GROUP_MEMORY_BYTES, GROUP_PROCESSES)
-    if group is None and log is not None and not _said_no_group:
-        _said_no_group.append(True)
-        log.warning(message("sandbox_no_group", reason=cgroups.problem() or "cgroup not made"))
+def _new_group(settings, log):
+    """The cgroup of a new sandbox, or None where there are none. Which bound holds, and why, is said once per
+    grading process: a warning where sandboxes are not bounded as a whole."""
+    group = cgroups.create(settings.memory_bytes, settings.processes)
+    if log is not None and not _said_which_bound:
+        _said_which_bound.append(True)
+        holds, line = cgroups.said(settings.memory_bytes, settings.processes)
+        if holds and group is not None:
+            log.info(line)
+        else:
+            log.warning(line if not holds else message("sandbox_no_group", reason="the group could not be made"))
     return group
 
 
-_said_no_group = []
+_said_which_bound = []
 
 
 def _filter_file() -> int | None:
@@ -520,7 +537,7 @@ class SandboxedProvisioner(LocalProvisioner):
             self.log.warning(message("sandbox_disabled"))
             return await super().pre_launch(**kwargs)
         km = self.parent
-        self.sandbox = KernelSandbox(kwargs.get("cwd") or os.getcwd(), log=self.log)
+        self.sandbox = KernelSandbox(kwargs.get("cwd") or os.getcwd(), log=self.log, config=self.config)
         # before the connection file is written: Unix sockets in the sandbox's own folder
         km.transport, km.cache_ports = "ipc", False
         km.connection_file, km.ip = self.sandbox.connection_file, self.sandbox.ipc_prefix

@@ -22,11 +22,13 @@ from nbgrader.preprocessors import (ClearHiddenTests, ClearSolutions, Deduplicat
                                      SaveAutoGrades)
 from traitlets import Bool, Enum, Integer
 
+from autograder.kernel import CELL_TIMEOUT_S
 from autograder.messages import message, printable
 
 from ..authoring.monolingual import source_to_traditional
 from ..kernels import forkserver, sandbox
 from ..kernels.manager import GradingKernelManager
+from ..terminal import visible
 
 RECORDS_LIMIT = 4 * 2**20  # bytes of verdict records read from the verdict process
 def is_test_cell(cell) -> bool:
@@ -51,6 +53,42 @@ class ForgetStaleFeedback(NbGraderPreprocessor):
         if os.path.isdir(stale):
             self.log.info(message("feedback_removed", student=info["student"], folder=stale))
             shutil.rmtree(stale)
+        return nb, resources
+
+
+class OnlyTheAssignmentsFiles(NbGraderPreprocessor):
+    """Nothing collected enters a grading kernel's sandbox unless it is the assignment's own.
+
+    nbgrader's autograde copies every file of `submitted/STUDENT/ASSIGNMENT` into the folder the kernel works
+    in (and may write), then the instructor's versions of the source folder's files over them. What else a
+    student put in their submission (a `torch.py` or `autograder/` that the kernel would import from its
+    working folder, files collected from elsewhere) is removed here, before any kernel starts, and named in a
+    warning: what stays is the source folder's files, the assignment's notebooks and nbgrader's
+    `timestamp.txt`. In the sanitize preprocessors, after ForgetStaleFeedback."""
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        folders = CourseDirectory(config=self.config)
+        working = folders.format_path(folders.autograded_directory, info["student"], info["assignment"])
+        source = folders.format_path(folders.source_directory, ".", info["assignment"])
+        with Gradebook(info["db_url"]) as gradebook:
+            notebooks = {f"{notebook.name}.ipynb" for notebook in gradebook.find_assignment(info["assignment"]).notebooks}
+        own = {os.path.relpath(path, source) for path in utils.find_all_files(source, folders.ignore + ["*.ipynb"])}
+        own |= notebooks | {"timestamp.txt"}
+        removed = []
+        for parent, dirs, files in os.walk(working, topdown=False):
+            for name in files + dirs:
+                path = os.path.join(parent, name)
+                relative = os.path.relpath(path, working)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    if not os.listdir(path) and not any(kept.startswith(relative + os.sep) for kept in own):
+                        os.rmdir(path)
+                elif relative not in own:
+                    os.unlink(path)
+                    removed.append(relative)
+        if removed:
+            self.log.warning(message("submission_extra_files", student=visible(info["student"]),
+                                     names=", ".join(visible(name) for name in sorted(removed)[:20])))
         return nb, resources
 
 
@@ -174,8 +212,14 @@ class SafeExecute(Execute):
     max_outputs = Integer(200, help="Outputs kept per cell; later ones are dropped, with a note").tag(config=True)
     max_output_chars = Integer(100_000, help="Characters of one output (a larger one becomes a note)").tag(config=True)
     max_notebook_chars = Integer(20_000_000, help="Characters of all outputs of a notebook").tag(config=True)
+    timeout = Integer(CELL_TIMEOUT_S, allow_none=True, help="Seconds one cell may run (nbgrader_config.py sets "
+                                                            "Execute.timeout, which `nbgrader validate` runs with too)").tag(config=True)
     notebook_timeout = Integer(900, help="Seconds the whole notebook may run in its kernel: past them, the cells "
-                                         "not yet run earn nothing (a slow notebook cannot hold the class)").tag(config=True)
+                                         "not yet run earn nothing").tag(config=True)
+    grading_timeout = Integer(1200, help="Wall-clock seconds the grading of one notebook may take, its kernel and its "
+                                         "verdict together, kept by the grading process (no student code can signal "
+                                         "it): past them the notebook is not graded, and the instructor is told so. "
+                                         "One such student holds the class at most this long.").tag(config=True)
 
     def __init__(self, *args, **kwargs):
         # every kernel in its own sandbox (course/kernels/sandbox.py); nbgrader's Execute would pick
@@ -205,7 +249,10 @@ class SafeExecute(Execute):
                 hidden[index] = cell.source
                 cell.source = released_source(cell, parent=self)
         self._running, self._chars, self._dropped = 0, 0, {}
-        self._budget_ends = time.monotonic() + self.notebook_timeout
+        # the grading's clock starts here, with the kernel: DecideGrades' verdict gets what the kernel left of it
+        resources[GRADING_ENDS] = time.monotonic() + self.grading_timeout
+        resources[GRADING_BUDGET] = self.grading_timeout
+        self._budget_ends = min(time.monotonic() + self.notebook_timeout, resources[GRADING_ENDS])
         try:
             return super().preprocess(nb, resources, km=km)
         except (DeadKernelError, CellTimeoutError) as error:
@@ -267,6 +314,15 @@ def released_source(cell, parent=None) -> str:
     return released.source
 
 
+GRADING_ENDS = "course_grading_ends"  # resources: when the notebook's grading budget ends (time.monotonic())
+GRADING_BUDGET = "course_grading_budget"  # resources: that budget in seconds (SafeExecute.grading_timeout)
+
+
+class GradingOverBudget(Exception):
+    """The notebook's grading (kernel and verdict together) ran past SafeExecute.grading_timeout. As with
+    VerdictUnavailable, nbgrader records no grade for it and names it: never a zero that blames the student."""
+
+
 class VerdictUnavailable(Exception):
     """The verdict could not decide this notebook for a reason that is not the submission's: the grader's
     environment, or an instructor's cell that fails there. nbgrader records no grade for the notebook and
@@ -290,9 +346,11 @@ class DecideGrades(NbGraderPreprocessor):
     """
 
     timeout = Integer(None, allow_none=True,
-                      help="Seconds one test cell may run in the verdict (default: Execute.timeout)").tag(config=True)
-    memory_bytes = Integer(None, allow_none=True, help="RLIMIT_DATA of the verdict process").tag(config=True)
-    cpu_seconds = Integer(None, allow_none=True, help="RLIMIT_CPU of each test cell's process").tag(config=True)
+                      help="Seconds one test cell may run in the verdict (default: the kernel's, Execute.timeout)").tag(config=True)
+    memory_bytes = Integer(None, allow_none=True, help="RLIMIT_DATA of the verdict process (default: the "
+                                                       "kernel's, GradingKernelManager.memory_bytes)").tag(config=True)
+    cpu_seconds = Integer(None, allow_none=True, help="RLIMIT_CPU of each test cell's process (default: the "
+                                                      "kernel's, GradingKernelManager.cpu_seconds)").tag(config=True)
     fork_server = Bool(True, help="Fork the verdict process from a warm fork server (torch imported once "
                                   "per grading process) rather than start a new one").tag(config=True)
     start_seconds = Integer(60, help="Seconds the verdict may take to start (before it runs any cell)").tag(config=True)
@@ -304,7 +362,8 @@ class DecideGrades(NbGraderPreprocessor):
         cells = [verdict_cell(cell, parent=self) for cell in nb.cells if cell.cell_type == "code"]
         tests = sum(cell["kind"] == "test" for cell in cells)
         started = time.monotonic()
-        records = self.verdict(cells, self.references(resources)) if tests else {}
+        records = self.verdict(cells, self.references(resources), ends=resources.get(GRADING_ENDS),
+                               budget=resources.get(GRADING_BUDGET)) if tests else {}
         self.log.info("Verdict of %d test cells in %.1f s", tests, time.monotonic() - started)
         for cell in nb.cells:
             if is_test_cell(cell):
@@ -317,10 +376,14 @@ class DecideGrades(NbGraderPreprocessor):
         return nb, resources
 
     def cell_timeout(self) -> int:
-        if self.timeout is not None:
-            return self.timeout
-        configured = self.config.Execute.get("timeout") if "Execute" in self.config else None
-        return int(configured or 120)
+        """This setting, else the kernel's own cell limit as configured (c.Execute.timeout or c.SafeExecute.timeout)."""
+        return self.timeout if self.timeout is not None else SafeExecute(config=self.config).timeout
+
+    def limits(self) -> dict:
+        """The verdict's per-process limits: these settings, else the kernel's (GradingKernelManager)."""
+        kernel = GradingKernelManager(config=self.config)
+        return {"memory_bytes": self.memory_bytes if self.memory_bytes is not None else kernel.memory_bytes,
+                "cpu_seconds": self.cpu_seconds if self.cpu_seconds is not None else kernel.cpu_seconds}
 
     def with_limits(self, cells) -> list[dict]:
         """The cells, each test cell with its own limit (`timeout`) in the verdict: its judge first waits
@@ -352,16 +415,17 @@ class DecideGrades(NbGraderPreprocessor):
             return []
         return solutions(nbformat.read(path, as_version=4), parent=self)
 
-    def verdict(self, cells, references=None) -> dict:
+    def verdict(self, cells, references=None, ends=None, budget=None) -> dict:
         """grade id → {"passed": bool, "message" or "key"}: the verdict process's records. `references`:
-        what `references` returns, given to the verdict apart from the cells (autograder/verdict.py)."""
+        what `references` returns, given to the verdict apart from the cells (autograder/verdict.py). `ends`:
+        when the notebook's grading budget (`budget` seconds, SafeExecute.grading_timeout) ends; a verdict
+        still running then is stopped, and the notebook is not graded (GradingOverBudget)."""
         cells = self.with_limits(cells)
         folder = tempfile.mkdtemp(prefix="course-verdict-")
         job_path = os.path.join(folder, "job.json")  # read, then removed, before any test runs
         with open(job_path, "w", encoding="utf-8") as job:
-            json.dump({"cells": cells, "timeout": self.cell_timeout(), "memory_bytes": self.memory_bytes,
-                       "cpu_seconds": self.cpu_seconds, "sandboxed": sandbox.enabled(self.config),
-                       "grader_machine": self.grader_machine}, job)
+            json.dump({"cells": cells, "timeout": self.cell_timeout(), **self.limits(),
+                       "sandboxed": sandbox.enabled(self.config), "grader_machine": self.grader_machine}, job)
         with open(references_path(job_path), "w", encoding="utf-8") as file:
             json.dump(references or [], file)
         reader, writer = os.pipe()
@@ -375,7 +439,9 @@ class DecideGrades(NbGraderPreprocessor):
                 box, process = self.start_sandboxed(folder, job_path, writer)
             os.close(writer)
             writer = None
-            lines = read_records(reader, self.deadlines(cells))
+            lines = read_records(reader, self.deadlines(cells), ends=ends)
+            if lines is OVER_BUDGET:
+                raise GradingOverBudget(message("grading_over_budget", seconds=budget))
         finally:
             if writer is not None:
                 os.close(writer)
@@ -414,7 +480,7 @@ class DecideGrades(NbGraderPreprocessor):
         (torch already imported, as for `course grade`'s kernels) where it can be, else a new process
         (in the same sandbox, started again, as ForkedKernelProvisioner does for a kernel)."""
         env = forkserver.autograde_environment()
-        box = sandbox.KernelSandbox(folder, log=self.log)
+        box = sandbox.KernelSandbox(folder, log=self.log, config=self.config)
         if self.fork_server and sys.platform.startswith("linux"):
             try:
                 return box, forkserver.fork_into(box, sys.executable, [job_path], env, kept=[writer], verdict=True)
@@ -485,14 +551,21 @@ def verdict_cell(cell, parent=None) -> dict:
     return {"kind": "student", "source": cell.source, "grade_id": grade_id}
 
 
-def read_records(fd, deadlines) -> list[str]:
+OVER_BUDGET = ["over budget"]  # what read_records returns when the whole grading's budget ran out first
+
+
+def read_records(fd, deadlines, ends=None) -> list[str]:
     """The verdict's lines, each within its deadline after the one before (`deadlines`, in seconds; the
-    last one's for any line past them): past a deadline, or RECORDS_LIMIT bytes, the rest is not waited for."""
+    last one's for any line past them): past a deadline, or RECORDS_LIMIT bytes, the rest is not waited for.
+    `ends` (time.monotonic()): the notebook's grading budget; OVER_BUDGET when the verdict had not ended by then."""
     pending, lines, total = b"", [], 0
     deadline = time.monotonic() + deadlines[0]
     while total < RECORDS_LIMIT:
-        left = deadline - time.monotonic()
+        over_budget = ends is not None and ends < deadline
+        left = (ends if over_budget else deadline) - time.monotonic()
         if left <= 0 or not select.select([fd], [], [], left)[0]:
+            if over_budget:
+                return OVER_BUDGET
             break
         chunk = os.read(fd, 65536)
         if not chunk:
@@ -604,12 +677,14 @@ def _nbgrader_default(trait) -> list:
 
 def sanitize_pipeline() -> list:
     """nbgrader's sanitize preprocessors for autograde (the submission before anything runs), after the
-    submission's old feedback is removed (ForgetStaleFeedback), with cells of
+    submission's old feedback is removed (ForgetStaleFeedback) and every file that is not the assignment's with
+    it (OnlyTheAssignmentsFiles), with cells of
     malformed nbgrader metadata or unknown grade ids made ordinary cells, and OverwriteCells that does not
     warn about test cells left as released (their hidden tests make the checksum differ), so that a warning
     in the log means a test cell was really changed; before it, the cells of a 繁體 view made the released ones
     again (ViewedAsReleased)."""
-    pipeline = [f"{__name__}.ForgetStaleFeedback", *_nbgrader_default("sanitize_preprocessors")]
+    pipeline = [f"{__name__}.ForgetStaleFeedback", f"{__name__}.OnlyTheAssignmentsFiles",
+                *_nbgrader_default("sanitize_preprocessors")]
     pipeline.insert(pipeline.index(DeduplicateIds), f"{__name__}.DropMalformedMetadata")
     pipeline.insert(pipeline.index(OverwriteCells), f"{__name__}.ForgetUnknownCells")
     pipeline.insert(pipeline.index(OverwriteCells), f"{__name__}.ViewedAsReleased")

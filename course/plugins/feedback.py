@@ -17,9 +17,12 @@ from nbgrader.api import Gradebook
 from nbgrader.plugins import CsvExportPlugin
 from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
-from traitlets import Bool, List, Unicode
+from traitlets import Bool, Unicode
 
 from autograder.messages import message
+
+from ..gradebook import waiting_for_a_person
+from . import PagePreprocessor
 
 # The feedback page's template (nbgrader_config.py): nbgrader's, without MathJax from a CDN. Setting
 # extra_template_basedirs replaces nbgrader's default, so its own template folder is listed too.
@@ -30,16 +33,12 @@ TEMPLATE_BASEDIRS = [
 ]
 
 
-class HideHiddenTests(ClearHiddenTests):
+class HideHiddenTests(PagePreprocessor, ClearHiddenTests):
     """Replace hidden-test regions in test cells by a note, and tracebacks by the diagnostic alone.
 
     A ClearHiddenTests, so it removes exactly what `generate_assignment` removed, with the same
     (configurable) delimiters.
     """
-
-    # The HTML exporter configures this for every preprocessor of the feedback pipeline; declared as
-    # nbgrader's GetGrades does, so that traitlets does not warn about it.
-    display_data_priority = List(config=True)
 
     placeholder = Unicode(
         "# (hidden tests ran here: their result is shown below)\n# （隐藏测试已在此运行：结果见下方）",
@@ -74,14 +73,13 @@ class FeedbackExporter(HTMLExporter):
     template can be configured without changing the formgrader's, which uses HTMLExporter too."""
 
 
-class WrapDiagnostics(NbGraderPreprocessor):
+class WrapDiagnostics(PagePreprocessor, NbGraderPreprocessor):
     """Long lines of outputs wrap instead of running past the right edge of the feedback page.
 
     A diagnostic is one line per language, ending with the fix (`x = x.to(device)`); nbconvert's page
     shows outputs in <pre> without wrapping. Runs after CSSHTMLHeaderPreprocessor, which sets the CSS.
     """
 
-    display_data_priority = List(config=True)  # set by the HTML exporter for every preprocessor
     # word-break: nbconvert's page sets break-all on <pre>, which splits code such as `Tensor.to` mid-word
     css = Unicode(
         ".output_area pre { white-space: pre-wrap; word-break: normal; overflow-wrap: break-word; }",
@@ -107,14 +105,13 @@ def chinese_of(roster: str, student: str) -> str:
     return "zh"
 
 
-class StudentsChinese(NbGraderPreprocessor):
+class StudentsChinese(PagePreprocessor, NbGraderPreprocessor):
     """The feedback page in 繁體 for a student who reads it, where the course can know it: the `chinese`
     column of roster.csv (`zh-hant`) beside nbgrader_config.py. Her kernels know it from COURSE_CHINESE, but the
     grader's messages were written in the grader's process, in 简体. The instructor's prose, the test cells'
     comments and the grader's outputs are converted as `course view --lang zh-hant` converts a lesson; her own
     answers stay exactly as she submitted them. After HideHiddenTests, whose note it converts too."""
 
-    display_data_priority = List(config=True)  # set by the HTML exporter for every preprocessor
 
     def preprocess(self, nb, resources):
         from nbgrader.coursedir import CourseDirectory
@@ -156,7 +153,7 @@ class ReasonWithoutTraceback(logging.Filter):
         return True
 
 
-class RequireHandGrading(NbGraderPreprocessor):
+class RequireHandGrading(PagePreprocessor, NbGraderPreprocessor):
     """No feedback for a submission whose written answers are not graded yet (they would show 0).
 
     `nbgrader generate_feedback` then writes feedback for every other student, names the ones waiting
@@ -164,7 +161,6 @@ class RequireHandGrading(NbGraderPreprocessor):
     anyway, with a warning in the log.
     """
 
-    display_data_priority = List(config=True)
     allow_ungraded = Bool(False, help="Generate feedback even while answers wait for manual grading.").tag(config=True)
 
     def preprocess(self, nb, resources):
@@ -180,11 +176,9 @@ class RequireHandGrading(NbGraderPreprocessor):
 
 
 def needs_hand_grading(db_url, assignment, student) -> list[str]:
-    """The grade cells of one submission that wait for a person (nbgrader's `needs_manual_grade`)."""
+    """The grade cells of one submission that wait for a person (course.gradebook's one rule)."""
     with Gradebook(db_url) as gradebook:
-        submission = gradebook.find_submission(assignment, student)
-        return [grade.name for notebook in submission.notebooks for grade in notebook.grades
-                if grade.needs_manual_grade]
+        return waiting_for_a_person(gradebook.find_submission(assignment, student))
 
 
 class CsvExportWarningUngraded(CsvExportPlugin):
@@ -194,7 +188,7 @@ class CsvExportWarningUngraded(CsvExportPlugin):
     def export(self, gradebook):
         for assignment in gradebook.assignments:
             for submission in gradebook.assignment_submissions(assignment.name):
-                if submission.needs_manual_grade:
+                if waiting_for_a_person(submission):
                     self.log.warning(message("export_ungraded", assignment=assignment.name,
                                              student=submission.student_id))
         super().export(gradebook)

@@ -26,7 +26,8 @@ from bleach.css_sanitizer import CSSSanitizer
 from jinja2 import pass_context
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.preprocessors.sanitize import SanitizeHTML
-from traitlets import List
+
+from . import PagePreprocessor
 
 # Every link that the submission's cells show, marked as the student's, with where it really goes.
 LINK_MARK_CSS = """
@@ -87,11 +88,8 @@ def page_style(_resources=None) -> str:
     return LINK_MARK_CSS
 
 
-class SanitizeSubmission(SanitizeHTML):
+class SanitizeSubmission(PagePreprocessor, SanitizeHTML):
     """nbconvert's SanitizeHTML, with outputs' metadata checked and the submission's links marked."""
-
-    # set by the HTML exporter for every preprocessor (declared so that traitlets does not warn)
-    display_data_priority = List(config=True)
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "code":

@@ -12,14 +12,13 @@ c.Exchange.root = "/srv/nbgrader/exchange"
 # Validation runs your notebook as the grader will: the same time limit per cell, and the same start-up
 # that remembers the real PyTorch functions, so replacing them is reported here as in grading.
 # Unlike the grader, it runs your kernel without a sandbox: it is your own code on your own machine.
-c.Execute.timeout = 120
+from autograder.kernel import CELL_TIMEOUT_S, kernel_arguments  # noqa: E402
+
+c.Execute.timeout = CELL_TIMEOUT_S
+c.Execute.interrupt_on_timeout = True
+c.Execute.extra_arguments = kernel_arguments()  # the grader's limits of memory and CPU time
 # Diagnostics shown whole: nbgrader's default cuts every line at 90 characters, the fix at its end with it.
 c.Validator.width = 500
-c.Execute.interrupt_on_timeout = True
-
-from autograder.kernel import kernel_arguments  # noqa: E402
-
-c.Execute.extra_arguments = kernel_arguments(memory_bytes=6 * 2**30, cpu_seconds=600)
 
 # The kernel talks to nbgrader over local sockets (IPC) rather than TCP on this machine: ipykernel
 # warns about unencrypted TCP on every run, and a local socket is readable by its owner only.

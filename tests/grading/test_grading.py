@@ -11,10 +11,11 @@ from collections import Counter
 import nbformat
 import pytest
 
-from autograder.messages import shows
 from course import classroom
 from course.classroom import natural_order
 from course.plugins.feedback import HideHiddenTests
+from support.messages import shows
+from support.notebooks import hidden_lines
 
 ASSIGNMENTS = sorted(path.name for path in (classroom.ROOT / "source").iterdir() if path.is_dir())
 CORPUS = {assignment: classroom.load_corpus(assignment) for assignment in ASSIGNMENTS}
@@ -101,7 +102,7 @@ def visible_text(page: str) -> str:
 def test_feedback_shows_diagnostics_but_no_hidden_test_code(demo, assignment):
     run = demo(assignment)
     source = nbformat.read(classroom.notebook_path(classroom.ROOT, "source", assignment), as_version=4)
-    secret = {line for line in classroom.hidden_lines(source, regions=["HIDDEN TESTS"]) if len(line) > 8}
+    secret = {line for line in hidden_lines(source, regions=["HIDDEN TESTS"]) if len(line) > 8}
     autograded = classroom.notebook_path(run.graded.root, "autograded", assignment, "mistakes-1").read_text("utf-8")
     autograded_lines = {line.strip() for cell in nbformat.reads(autograded, as_version=4).cells
                         for line in cell.source.splitlines()}

@@ -22,8 +22,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell
 from nbgrader.api import Gradebook
 
-from course import classroom
-from conftest import jupyter
+from course import classroom, settings
+from support.services import jupyter
 
 ASSIGNMENT = "a1_tensor_to"
 WRITTEN = "written_to_vs_module"
@@ -67,9 +67,8 @@ display(Markdown("![remote]({EVIL}/output.png) [phishing output link]({EVIL}/out
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    root = tmp_path_factory.mktemp("hostile-pages")
-    classroom.prepare_course(root, ASSIGNMENT)
+def graded(course_folder):
+    root = course_folder(ASSIGNMENT, "hostile-pages")
     classroom.submit(root, ASSIGNMENT, CONTROL, classroom.solved_notebook(root, ASSIGNMENT))
     notebook = classroom.solved_notebook(root, ASSIGNMENT)
     for cell in notebook.cells:
@@ -166,7 +165,7 @@ def test_the_formgrader_view_of_the_submission_runs_nothing_and_grades_stay(grad
     if walls == "policy alone":
         with open(course / "nbgrader_config.py", "a", encoding="utf-8") as config:
             config.write(SANITISER_OFF)
-    db_url = f"sqlite:///{course / 'gradebook.db'}"
+    db_url = settings.gradebook_url(settings.load(course))
     with Gradebook(db_url) as gradebook:
         before = {student: gradebook.find_submission(ASSIGNMENT, student).score for student in (ATTACKER, CONTROL)}
         submission = gradebook.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, ATTACKER).id

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import GENERIC_DIAGNOSTICS
 
 from course import classroom, insights
 from course.authoring import student_bundle
 from course.plugins import autograde
+from support.messages import GENERIC_DIAGNOSTICS
 
 ASSIGNMENTS = student_bundle.assignments()
 ARTIFACTS = classroom.ROOT / "build" / "test-artifacts" / "browser"

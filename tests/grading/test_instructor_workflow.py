@@ -14,12 +14,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import readme_steps, with_bin_on_path
 from nbgrader.api import Gradebook
 
-from autograder.messages import shows
-from course import classroom
+from course import classroom, settings
 from course.terminal import OWN
+from support.messages import shows
+from support.paths import with_bin_on_path
+from support.readme import readme_steps
 
 ASSIGNMENT = "a1_tensor_to"
 EXCHANGE_COMMANDS = ("release_assignment", "collect", "submit", "fetch_assignment", "release_feedback")
@@ -111,7 +112,7 @@ def test_readme_instructor_steps_take_a_submission_from_release_to_grades(fresh_
     assert [row[3] for row in rows if row[0] == ASSIGNMENT] == [student]
 
     # what the formgrader does when the instructor types 2 points (tests/system/test_formgrader.py clicks it)
-    with Gradebook(f"sqlite:///{fresh_course / 'gradebook.db'}") as gradebook:
+    with Gradebook(settings.gradebook_url(settings.load(fresh_course))) as gradebook:
         grade = gradebook.find_grade("written_to_vs_module", ASSIGNMENT, ASSIGNMENT, student)
         grade.manual_score, grade.needs_manual_grade = grade.max_score, False
         gradebook.db.commit()
@@ -126,7 +127,7 @@ def test_readme_instructor_steps_take_a_submission_from_release_to_grades(fresh_
 
 def approve_hand_grades(course: Path, points: dict):
     """What the formgrader does when the instructor types each student's points for the written answer."""
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+    with Gradebook(settings.gradebook_url(settings.load(course))) as gradebook:
         for student, given in points.items():
             grade = gradebook.find_grade("written_to_vs_module", ASSIGNMENT, ASSIGNMENT, student)
             grade.manual_score, grade.needs_manual_grade = given, False
@@ -134,7 +135,7 @@ def approve_hand_grades(course: Path, points: dict):
 
 
 def hand_grade(course: Path, student: str):
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+    with Gradebook(settings.gradebook_url(settings.load(course))) as gradebook:
         grade = gradebook.find_grade("written_to_vs_module", ASSIGNMENT, ASSIGNMENT, student)
         return grade.manual_score, grade.needs_manual_grade
 

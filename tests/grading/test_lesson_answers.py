@@ -13,9 +13,9 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from support.lessons import exercises, printed, solution_code
+from support.messages import fingerprint
 
-from autograder.messages import fingerprint
-from lessons import exercises, printed, solution_code
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS = {path.stem: path for path in sorted((ROOT / "notebooks").glob("*.ipynb"))}

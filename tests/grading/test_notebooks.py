@@ -6,6 +6,7 @@ import pytest
 
 from course import classroom
 from course.authoring.glossary import missing_terms
+from support.notebooks import hidden_lines
 
 ROOT = classroom.ROOT
 NOTEBOOKS = sorted([*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("source/*/*.ipynb"), *ROOT.glob("release/*/*.ipynb")])
@@ -78,11 +79,9 @@ def test_chinese_twins_use_the_glossary_terms(path):
 
 
 @pytest.fixture(scope="module", params=ASSIGNMENTS)
-def regenerated(request, tmp_path_factory):
+def regenerated(request, course_folder):
     """The assignment's release generated afresh by nbgrader from the committed source."""
-    course = tmp_path_factory.mktemp(request.param)
-    classroom.prepare_course(course, request.param)
-    return request.param, course
+    return request.param, course_folder(request.param, request.param)
 
 
 def test_committed_release_is_what_nbgrader_generates(regenerated):
@@ -98,7 +97,7 @@ def test_release_contains_no_solution_or_hidden_test(assignment):
     release = nbformat.read(classroom.notebook_path(ROOT, "release", assignment), as_version=4)
     release_text = "\n".join(cell.source for cell in release.cells)
     release_lines = {line.strip() for line in release_text.splitlines()}
-    secret = {line for line in classroom.hidden_lines(source) if len(line) > 8}
+    secret = {line for line in hidden_lines(source) if len(line) > 8}
     assert len(secret) > 20  # the check below means something only if there is something to hide
     leaked = [line for line in secret if line in release_lines]
     assert not leaked, f"release/{assignment} leaks: {leaked[:5]}"

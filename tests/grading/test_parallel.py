@@ -12,20 +12,20 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder.messages import Bilingual, fingerprint, shows, text
-from course import classroom
-from course.grade import run_jobs
+from autograder.messages import Bilingual, text
+from course import classroom, settings
+from course.grading.pool import run_jobs
+from support.messages import fingerprint, shows
 
 ASSIGNMENT = "a1_tensor_to"
 JOBS = (os.cpu_count() or 1) + 2  # more jobs than cores: the SQLite gradebook must still take every grade
 
 
 @pytest.fixture(scope="module")
-def parallel(demo, course, tmp_path_factory):
+def parallel(demo, course, course_folder):
     """The demo class (graded by plain `nbgrader autograde`) graded again by `course grade` in a new folder."""
     plain = demo(ASSIGNMENT).graded
-    root = tmp_path_factory.mktemp("parallel")
-    classroom.prepare_course(root, ASSIGNMENT)
+    root = course_folder(ASSIGNMENT, "parallel")
     shutil.copytree(plain.root / "submitted", root / "submitted")
     done = course("grade", ASSIGNMENT, "--jobs", JOBS, "--root", root, timeout=600)
     return plain, root, done
@@ -71,7 +71,7 @@ def test_a_late_submission_is_graded_alone_and_hand_grading_elsewhere_is_kept(pa
     regrades everyone."""
     _, root, _ = parallel
     graded_by_hand, late = "solution", next(s for s in classroom.scores(root, ASSIGNMENT) if s != "solution")
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as book:
+    with Gradebook(settings.gradebook_url(settings.load(root))) as book:
         [written] = [g for g in book.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, graded_by_hand).grades if g.cell.cell_type == "markdown"]
         written.manual_score, written.needs_manual_grade = written.max_score, False
         book.db.commit()
@@ -87,7 +87,7 @@ def test_a_late_submission_is_graded_alone_and_hand_grading_elsewhere_is_kept(pa
     assert f"{graded_by_hand} (" in done.stdout and "unchanged, kept / 未变，保留" in done.stdout
 
     def hand_grade():
-        with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as book:
+        with Gradebook(settings.gradebook_url(settings.load(root))) as book:
             grade = book.find_grade(name, ASSIGNMENT, ASSIGNMENT, graded_by_hand)
             return grade.manual_score, grade.needs_manual_grade
 
@@ -101,8 +101,6 @@ def test_the_course_configuration_is_loaded_once_and_names_one_gradebook(paralle
     """`course grade` reads nbgrader_config.py once (workers and kernels inherit what it loaded) and every
     part of it uses the same gradebook URL, the course's SQLite file with its busy timeout."""
     _, root, _ = parallel
-    from course import settings
-
     config_file, loads = root / "nbgrader_config.py", root / "config-loads.txt"
     original = config_file.read_text("utf-8")
     config_file.write_text(original + f"\nopen({str(loads)!r}, 'a').write('loaded\\n')\n", "utf-8")
@@ -116,11 +114,10 @@ def test_the_course_configuration_is_loaded_once_and_names_one_gradebook(paralle
     assert url == f"sqlite:///{root.resolve() / 'gradebook.db'}?timeout={settings.BUSY_TIMEOUT_S}"
 
 
-def test_with_a_roster_a_student_not_on_it_is_not_graded(course, tmp_path):
+def test_with_a_roster_a_student_not_on_it_is_not_graded(course, course_folder):
     """As plain `nbgrader autograde` with the course's roster: a submission from someone else is reported,
     not silently added to the gradebook as a new student."""
-    root = tmp_path / "course"
-    classroom.prepare_course(root, ASSIGNMENT)
+    root = course_folder(ASSIGNMENT)
     for student in ["solution", "mallory"]:
         classroom.submit(root, ASSIGNMENT, student, classroom.solved_notebook(root, ASSIGNMENT))
     (root / "roster.csv").write_text("id\nsolution\n", encoding="utf-8")
@@ -133,10 +130,9 @@ def test_with_a_roster_a_student_not_on_it_is_not_graded(course, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def probe_class(tmp_path_factory):
+def probe_class(course_folder):
     """A course with one submission whose first cell prints how its kernel was started."""
-    root = tmp_path_factory.mktemp("probe")
-    classroom.prepare_course(root, ASSIGNMENT)
+    root = course_folder(ASSIGNMENT, "probe")
     notebook = classroom.solved_notebook(root, ASSIGNMENT)
     notebook.cells.insert(0, nbformat.v4.new_code_cell(
         'print(open("/proc/self/cmdline").read().replace("\\0", " "))'))
@@ -164,7 +160,19 @@ def test_not_a_course_folder_is_an_error(tmp_path, course):
 def _job(task):
     if task == "dies":
         os.kill(os.getpid(), signal.SIGKILL)
+    if task == "hangs":
+        time.sleep(3600)
     return task.upper()
+
+
+def test_a_task_past_its_deadline_costs_only_itself():
+    """A worker held past the submission's budget is killed by the grading process (which no submission can
+    signal): that task is reported overdue, the others finish, nobody waits for the hung one."""
+    started = time.monotonic()
+    results = dict(run_jobs(_job, ["a", "hangs", "b", "c"], 2, deadline_s=3, overdue=Bilingual("late", "迟")))
+    assert time.monotonic() - started < 30
+    assert results.pop("hangs") == (False, Bilingual("late", "迟"))
+    assert results == {"a": (True, "A"), "b": (True, "B"), "c": (True, "C")}
 
 
 def test_a_dead_worker_costs_only_its_task():
@@ -177,11 +185,10 @@ def test_a_dead_worker_costs_only_its_task():
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server is Linux-only")
-def test_a_killed_worker_never_hangs_the_class(tmp_path):
+def test_a_killed_worker_never_hangs_the_class(course_folder):
     """The worker grading a slow submission is killed from outside: that student is reported as not
     graded, in both languages, and the rest of the class is graded."""
-    root = tmp_path / "course"
-    classroom.prepare_course(root, ASSIGNMENT)
+    root = course_folder(ASSIGNMENT)
     classroom.submit(root, ASSIGNMENT, "honest", classroom.solved_notebook(root, ASSIGNMENT))
     slow = classroom.solved_notebook(root, ASSIGNMENT)
     slow.cells.insert(0, nbformat.v4.new_code_cell("import time\ntime.sleep(100)"))
@@ -261,22 +268,3 @@ def still_running(processes: dict[int, bytes]) -> list[int]:
 def parent_of(pid) -> int:
     with open(f"/proc/{pid}/status") as status:
         return int(next(line for line in status if line.startswith("PPid:")).split()[1])
-
-
-def test_the_terminal_gets_each_warning_of_a_log_shortened_with_escape_sequences_shown():
-    from course.grade import SHOWN_LINES, warnings_in
-
-    kernel_lines = "\n".join(f"  kernel> line {i}" for i in range(30))
-    log = ("[AutogradeApp | INFO] Converting notebook a.ipynb\n"
-           "[AutogradeApp | WARNING] Removing existing assignment: /course/autograded/s/a1\n"
-           "[AutogradeApp | WARNING] Attribute 'checksum' for cell test_x has changed!\n"
-           f"[AutogradeApp | WARNING] Kernel output (sandbox /s, exit status 1):\n{kernel_lines}\n"
-           "[AutogradeApp | ERROR] Kernel died \x1b]52;c;cGF5bG9hZA==\x07while waiting\n"
-           "[AutogradeApp | INFO] Writing 100 bytes\n")
-    shown = warnings_in(log)
-    assert [w.splitlines()[0] for w in shown] == [
-        "[AutogradeApp | WARNING] Attribute 'checksum' for cell test_x has changed!",
-        "[AutogradeApp | WARNING] Kernel output (sandbox /s, exit status 1):",
-        "[AutogradeApp | ERROR] Kernel died \\x1b]52;c;cGF5bG9hZA==\\x07while waiting"]  # a regrade's removal: no news
-    kernel = shown[1].splitlines()
-    assert len(kernel) == SHOWN_LINES + 1 and kernel[-1].strip() == f"… ({31 - SHOWN_LINES} more)"

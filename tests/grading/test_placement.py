@@ -17,7 +17,7 @@ import pytest
 
 from autograder.simulate import MACHINES
 from course import classroom
-from lessons import run_after_earlier_cells
+from support.lessons import run_after_earlier_cells
 
 TAG = "placement"
 CHOICE_TAG = "device-choice"  # a cell that only chooses `device`: checked on every simulated machine

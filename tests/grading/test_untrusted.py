@@ -26,21 +26,23 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from autograder.messages import shows
-from course import classroom
+from course import classroom, settings
 from course.terminal import CONTROL_BUT_LINES, OWN
+from support.messages import shows
 
 ASSIGNMENT = "a1_tensor_to"
 CASES = classroom.corpus("untrusted")["case"]
 CONTROLS = ["aaa-control-first", "zzz-control-last"]
 WRONG = {a.exercise: a for a in classroom.load_corpus(ASSIGNMENT) if a.id.endswith("forgot_assignment")}
-# Shorter time limits than nbgrader_config.py's, so the slow cases stay quick (and bounded) in the suite.
-# The memory limit is the configured one (GRADING_MEMORY_BYTES, defined earlier in the same file).
+# Shorter time limits than the defaults, so the slow cases stay quick (and bounded) in the suite, and each
+# sandbox as a whole smaller. The memory limit of each process is the default (GradingKernelManager.memory_bytes).
 TEST_LIMITS = """
 c.Execute.timeout = 10
-c.Execute.extra_arguments = kernel_arguments(memory_bytes=GRADING_MEMORY_BYTES, cpu_seconds=40)
+c.GradingKernelManager.cpu_seconds = 40
 c.SafeExecute.notebook_timeout = 30
-use_for_nbgrader(group_memory_bytes=1536 * 2**20, group_processes=256)
+c.SafeExecute.grading_timeout = 100
+c.Sandbox.memory_bytes = 1536 * 2**20
+c.Sandbox.processes = 256
 """
 # the whole class, on an idle machine: about 340 s with plain nbgrader on 2 cores (each notebook's own
 # budget is 30 s); other work on the same cores (CI runs two builds side by side) stretches it
@@ -181,11 +183,8 @@ def processes_of(root: Path, tag: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def graded(grader, course, tmp_path_factory):
-    root = tmp_path_factory.mktemp("untrusted")
-    classroom.prepare_course(root, ASSIGNMENT)
-    with open(root / "nbgrader_config.py", "a", encoding="utf-8") as config:
-        config.write(TEST_LIMITS)
+def graded(grader, course, course_folder):
+    root = course_folder(ASSIGNMENT, "untrusted", config=TEST_LIMITS)
     listener, tag = Listener(), f"course-attack-{uuid.uuid4().hex[:12]}"
     for student in CONTROLS:
         classroom.submit(root, ASSIGNMENT, student, classroom.solved_notebook(root, ASSIGNMENT))
@@ -200,28 +199,31 @@ def graded(grader, course, tmp_path_factory):
                     .replace("ATTACK_TAG", tag)}
             notebook = edited(notebook, case)
         classroom.submit(root, ASSIGNMENT, student, notebook)
+        for name, text in case.get("extra_files", {}).items():
+            extra = classroom.notebook_path(root, "submitted", ASSIGNMENT, student).parent / name
+            extra.parent.mkdir(parents=True, exist_ok=True)
+            extra.write_text(text, "utf-8")
         if "filename" in case:
             path = classroom.notebook_path(root, "submitted", ASSIGNMENT, student)
             path.rename(path.with_name(case["filename"]))
     # secrets of the grader that no kernel may see: a variable and a file in its home folder
     home = tmp_path_factory.mktemp("grader-home")
     (home / "canary-private-key").write_text("secret")
-    saved = {name: os.environ.get(name) for name in ("HOME", CANARY)}
-    os.environ.update({"HOME": str(home), CANARY: "the grader's secret"})
     before = course_files(root)
     started = time.monotonic()
     try:
-        if grader == "nbgrader autograde":
-            # kernels started as new processes here (the course forks them by default, as `course grade`
-            # below does): the attacks meet both ways a grading kernel can start
-            _, log = classroom.nbgrader(root, "autograde", ASSIGNMENT, "--GradingKernelManager.fork_server=False",
-                                        check=False)
-        else:
-            done = course("grade", ASSIGNMENT, "--root", root, timeout=int(CLASS_TIME_LIMIT_S))
-            log = done.stdout + done.stderr
+        with pytest.MonkeyPatch.context() as grader_environment:  # module scope: no monkeypatch fixture
+            grader_environment.setenv("HOME", str(home))
+            grader_environment.setenv(CANARY, "the grader's secret")
+            if grader == "nbgrader autograde":
+                # kernels started as new processes here (the course forks them by default, as `course grade`
+                # below does): the attacks meet both ways a grading kernel can start
+                _, log = classroom.nbgrader(root, "autograde", ASSIGNMENT, "--GradingKernelManager.fork_server=False",
+                                            check=False)
+            else:
+                done = course("grade", ASSIGNMENT, "--root", root, timeout=int(CLASS_TIME_LIMIT_S))
+                log = done.stdout + done.stderr
     finally:
-        for name, value in saved.items():
-            os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
         listener.stop()
     elapsed = time.monotonic() - started
     left_behind = processes_of(root, tag)
@@ -266,6 +268,28 @@ def test_broken_files_are_reported_and_earn_nothing(graded, grader, case):
     assert NOT_GRADED[grader].format(case["id"]) in log
 
 
+@pytest.mark.parametrize("case", [c for c in CASES if "reported" in c], ids=lambda c: c["id"])
+def test_a_submission_past_its_grading_budget_is_not_graded_and_says_so(graded, case):
+    """One student cannot hold the class: the grading process stops a submission whose kernel and verdict
+    together pass its budget, and tells the instructor so in both languages. It has no grade and no graded
+    notebook (so no feedback page with a zero); every other student of the same class is graded right
+    (test_control_students_keep_full_marks, test_each_case_earns_exactly_what_it_should) in bounded time."""
+    course, scores, log, _ = graded
+    assert case["id"] not in scores
+    assert shows(log, case["reported"]), log[-3000:]
+    assert not classroom.notebook_path(course, "autograded", ASSIGNMENT, case["id"]).exists()
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if "noted" in c], ids=lambda c: c["id"])
+def test_what_the_grader_did_to_a_graded_submission_is_said_in_both_languages(graded, case):
+    """Extra files in a submission folder are left out of grading, with a note for the instructor naming them;
+    the kernel's folder then held only the assignment's files (its own check, test_no_attack_reaches...)."""
+    course, scores, log, _ = graded
+    assert shows(log, case["noted"]), log[-3000:]
+    autograded = classroom.notebook_path(course, "autograded", ASSIGNMENT, case["id"]).parent
+    assert {path.name for path in autograded.iterdir()} - {"timestamp.txt"} == {f"{ASSIGNMENT}.ipynb"}
+
+
 def test_nothing_a_submission_writes_reaches_the_terminal_raw(graded, grader):
     """The terminal-escapes cases write the instructor's clipboard (OSC 52), clear the screen, reorder text
     and forge lines of both graders, in a file name and in what the kernel prints. Each grader shows them
@@ -306,8 +330,10 @@ def test_a_tampered_test_cell_is_reported_on_the_terminal_and_in_the_students_lo
 
 def test_the_memory_bomb_asks_for_more_than_the_configured_limit():
     """The memory-bomb case holds at the limit instructors really get, not at a lowered one."""
-    config = (classroom.ROOT / "nbgrader_config.py").read_text("utf-8")
-    configured = eval(re.search(r"^GRADING_MEMORY_BYTES = (.+?)  #", config, re.MULTILINE).group(1))
+    from course import settings
+    from course.kernels.manager import GradingKernelManager
+
+    configured = GradingKernelManager(config=settings.load(classroom.ROOT)).memory_bytes
     bomb = next(c for c in CASES if c["id"] == "memory-bomb")
     asked = eval(re.search(r"bytearray\((.+?)\)", bomb["code"]).group(1))
     assert configured < asked < 24 * 2**30  # more than a kernel may take, less than this machine has
@@ -326,7 +352,7 @@ def test_the_class_finishes_in_bounded_time_with_a_consistent_gradebook(graded):
     assert set(scores) == graded_cases | set(CONTROLS)
     from nbgrader.api import Gradebook
 
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+    with Gradebook(settings.gradebook_url(settings.load(course))) as gradebook:
         for student in scores:
             submission = gradebook.find_submission(ASSIGNMENT, student)
             assert submission.score == pytest.approx(sum(scores[student].values()))

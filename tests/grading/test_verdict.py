@@ -1,5 +1,6 @@
 """The verdict (autograder/verdict.py, DecideGrades in course/plugins/autograde.py): points come from a process
-the submission's kernel never touched, so forging them earns nothing.
+the submission's kernel never touched, so forging them earns nothing. Its parts that need no verdict process
+(rendering, the hidden part, a test cell's outputs) are tests/unit/test_verdict.py.
 
 The forgeries are data (course/corpus/forgeries.toml); each class of them is graded by the real
 `nbgrader autograde` and by `course grade`, and every test cell's points are asserted.
@@ -14,12 +15,12 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from autograder.messages import printable
-from autograder.messages import shows
 from course import classroom
 from course.kernels import forkserver
 from course.plugins import autograde
-from course.plugins.autograde import DecideGrades, SafeExecute, VerdictUnavailable, decided_outputs, verdict_cell
+from course.plugins.autograde import DecideGrades, SafeExecute, VerdictUnavailable
+from support.messages import shows
+from support.notebooks import hidden_lines
 
 FORGERIES = classroom.corpus("forgeries")["forgery"]
 ASSIGNMENTS = sorted({f["assignment"] for f in FORGERIES})
@@ -269,112 +270,6 @@ def test_a_verdict_that_never_starts_is_the_instructors_error(monkeypatch):
     assert shows(str(stopped.value), "verdict_unavailable")
 
 
-@pytest.mark.parametrize("comment", ["### ", "# ", ""], ids=["course-style", "one-hash", "bare"])
-def test_the_hidden_part_is_nbgraders_whatever_its_comment(comment):
-    """One rule: what nbgrader's ClearHiddenTests removes is hidden to the leak guard too."""
-    from autograder.verdict import render
-
-    source = (f"x = 1\n{comment}BEGIN HIDDEN TESTS\nsecret_reference_values_for_the_hidden_check = compute_them()\n"
-              f"{comment}END HIDDEN TESTS\n")
-    cell = nbformat.v4.new_code_cell(source, metadata={"nbgrader": {"grade": True, "grade_id": "t", "points": 1,
-                                                                    "solution": False, "locked": True}})
-    visible = verdict_cell(cell)["visible"]
-    assert "secret_reference" not in visible and "x = 1" in visible
-    leaked = {"key": "wrong_values", "fields": {"what": {"str": "x"}, "diff": {"number": 1},
-                                                "hint": {"str": "secret_reference_values_for_the_hidden_check = compute_them"}}}
-    assert "secret_reference" not in render(leaked, source, visible)
-
-
-# ------------------------------------------------------------------ what a test cell shows
-
-def test_a_passed_verdict_with_a_clean_run_earns_the_points_and_shows_the_graders_line():
-    (output,) = decided_outputs({"passed": True}, None)
-    assert output.output_type == "stream" and output.name == "stdout" and shows(output.text, "verdict_passed")
-
-
-def test_the_kernels_own_error_costs_the_cell_even_when_the_verdict_passed():
-    outputs = decided_outputs({"passed": True}, "AssertionError: tampering")
-    assert [o.output_type for o in outputs] == ["error"] and shows(outputs[0].evalue, "own_run_failed")
-
-
-def test_a_diagnostic_the_kernels_own_run_also_raised_is_shown_once():
-    """The visible test failed in the kernel as the grader's check did: the feedback page showed the same
-    diagnostic twice, under a note that the grader's calls had passed (issue 43)."""
-    diagnostic = "to_device(x, 'meta'): expected a tensor on meta.\nto_device(x, 'meta')：期望张量位于 meta。"
-    record = {"passed": False, "key": "wrong_device", "message": diagnostic}
-    (output,) = decided_outputs(record, f"AssertionError: {diagnostic}")
-    assert output.output_type == "error" and output.evalue == diagnostic
-
-
-def test_another_error_of_the_kernel_comes_with_a_note_that_does_not_say_the_grader_passed():
-    record = {"passed": False, "key": "wrong_device", "message": "to_device(x, 'meta'): expected a tensor on meta."}
-    verdict, own = decided_outputs(record, "NameError: name 'x' is not defined")
-    assert verdict.evalue == record["message"]
-    assert shows(own.evalue, "own_run_failed_too") and not shows(own.evalue, "own_run_failed")
-    assert own.evalue.endswith("NameError: name 'x' is not defined")
-
-
-def test_a_missing_record_earns_nothing():
-    (output,) = decided_outputs(None, None)
-    assert output.output_type == "error" and shows(output.evalue, "verdict_missing")
-
-
-HIDDEN = 'for dtype in [torch.float64, torch.float16]:\n    what = f"to_device(<{dtype} tensor>, {target!r})"'
-
-
-@pytest.mark.parametrize("fields", [
-    {"what": {"str": "to_device(<torch.float64 tensor>, 'meta')"}, "error": {"str": "RuntimeError: " + HIDDEN}},
-    {"what": {"str": HIDDEN}, "error": {"str": "ValueError"}},
-    {"what": {"str": "to_device(x, 'meta')"}, "error": {"str": base64.b64encode(HIDDEN.encode()).decode()}},
-], ids=["in-the-error", "as-the-call", "base64"])
-def test_a_diagnostic_is_rendered_from_checked_parts_only(fields):
-    from autograder.verdict import render
-
-    shown = render({"key": "raised", "fields": fields}, source=HIDDEN)
-    assert "for dtype in" not in shown and base64.b64encode(HIDDEN.encode()).decode()[:12] not in shown
-    assert shows(shown, "raised")
-
-
-def shown_as_found(hidden_line, found):
-    """expected_none's diagnostic, rendered for a cell whose hidden part is `hidden_line`, when the string
-    the student's code returned (`found`) was read from the test's own frame."""
-    from autograder.verdict import render
-
-    source = f"x = 1\n### BEGIN HIDDEN TESTS\n{hidden_line}\n### END HIDDEN TESTS\n"
-    return render({"key": "expected_none", "fields": {"what": {"str": "f(x)"}, "found": {"str": found},
-                                                      "hint": {"text": "hint_no_tensors"}}}, source, "x = 1\n")
-
-
-def test_a_field_other_than_the_tests_label_never_repeats_a_hidden_line():
-    """A hidden line the student's code returned is not shown; the test's own label keeps its words."""
-    from autograder.verdict import render
-
-    line = "class HalfMoved(nn.Module):  # a parameter here, a buffer there"
-    shown = shown_as_found(line, f"'{line}'")
-    assert "HalfMoved" not in shown and shows(shown, "expected_none")
-    source = f"x = 1\n### BEGIN HIDDEN TESTS\n{line}\n### END HIDDEN TESTS\n"
-    label = render({"key": "expected_none", "fields": {"what": {"str": "nn.Module(<a parameter here, a buffer there>)"},
-                                                       "found": {"str": "'x'"}, "hint": {"text": "hint_no_tensors"}}},
-                   source=source)
-    assert "nn.Module(<a parameter here, a buffer there>)" in label  # the test's own label keeps its words
-
-
-def test_a_diagnostic_keeps_the_words_of_its_test_and_its_devices_dtypes_and_numbers():
-    from autograder.verdict import render
-
-    fields = {"what": {"str": "to_device(<torch.float64 tensor>, 'meta')"}, "expected": {"dtype": "torch.float64"},
-              "found": {"dtype": "torch.float32"}, "hint": {"text": "dtype_hint_keep"}}
-    shown = render({"key": "wrong_dtype", "fields": fields}, source=HIDDEN)
-    assert "to_device(<torch.float64 tensor>, 'meta')" in shown and "torch.float32" in shown
-    assert shows(shown, "wrong_dtype") and shows(shown, "dtype_hint_keep")
-
-
-def test_text_from_a_submission_loses_its_terminal_escape_sequences():
-    forged = "\x1b]52;c;ZXZpbA==\x07\x1b[2K\r✓ all tests passed\x1b]0;title\x07\x00"
-    assert printable(forged) == "✓ all tests passed"
-    assert len(printable("x" * 10_000)) < 4100
-
-
 # ------------------------------------------------------------------ the verdict process itself
 
 @pytest.mark.parametrize("forked", [True, False, "unavailable"],
@@ -479,14 +374,11 @@ def grader(request):
 
 
 @pytest.fixture(scope="module")
-def graded(grader, course, tmp_path_factory):
+def graded(grader, course, course_folder):
     """assignment → (course folder, points per student and test cell, log)"""
     classes = {}
     for assignment in ASSIGNMENTS:
-        root = tmp_path_factory.mktemp(f"forgeries-{assignment}")
-        classroom.prepare_course(root, assignment)
-        with open(root / "nbgrader_config.py", "a", encoding="utf-8") as config:
-            config.write("\nc.Execute.timeout = 60\n")
+        root = course_folder(assignment, f"forgeries-{assignment}", config="\nc.Execute.timeout = 60\n")
         classroom.submit(root, assignment, CONTROL, classroom.solved_notebook(root, assignment))
         for forgery in FORGERIES:
             if forgery["assignment"] == assignment:
@@ -535,7 +427,7 @@ def test_no_hidden_test_reaches_the_graded_notebook(graded, forgery):
     """What feedback is built from: no line of a hidden test, plain or base64-encoded, in any output."""
     root, _, _ = graded[forgery["assignment"]]
     source = nbformat.read(classroom.notebook_path(root, "source", forgery["assignment"]), as_version=4)
-    hidden = {line for line in classroom.hidden_lines(source, regions=("HIDDEN TESTS",)) if len(line) > 12}
+    hidden = {line for line in hidden_lines(source, regions=("HIDDEN TESTS",)) if len(line) > 12}
     encoded = {base64.b64encode(line.encode()).decode()[:16] for line in hidden}
     notebook = nbformat.read(classroom.notebook_path(root, "autograded", forgery["assignment"], forgery["id"]),
                              as_version=4)
@@ -567,55 +459,12 @@ def test_no_forged_passed_line_appears_under_a_failed_test(graded, forgery):
                 assert not any("tests passed" in o.get("text", "") for o in cell.outputs)
 
 
-def test_a_string_of_hidden_words_shows_as_dots_however_it_is_interleaved():
-    """The caller ran the whole cell: a string it returned may carry hidden words between known ones."""
-    shown = shown_as_found("class Sample(namedtuple): image label source nested pairs",
-                           "'Sample nan image label nan source nested nan pairs torch'")
-    assert "image" not in shown and "Sample" not in shown and shows(shown, "expected_none")
-
-
-def test_the_program_writes_only_in_its_own_folder_and_signals_only_itself(tmp_path):
-    """Landlock (autograder/kernel.py: confine), where the kernel has it: a caller cannot change a file a
-    judge wrote, nor stop the verdict's parent."""
-    from autograder import kernel
-
-    abi = kernel.landlock_abi()
-    if abi < 1:
-        pytest.skip("this kernel has no Landlock: the deadlines and the sandbox hold alone")
-    own, judges = tmp_path / "program", tmp_path / "judge.pt"
-    own.mkdir()
-    judges.write_text("the judge's checkpoint")
-    reader, writer = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(reader)
-        kernel.confine([str(own)])
-        outcome = []
-        for attempt in (lambda: judges.write_text("swapped"), lambda: (own / "mine").write_text("ok"),
-                        lambda: os.kill(os.getppid(), 0)):
-            try:
-                attempt()
-                outcome.append("done")
-            except OSError:
-                outcome.append("refused")
-        os.write(writer, ",".join(outcome).encode())
-        os._exit(0)
-    os.close(writer)
-    os.waitpid(pid, 0)
-    outcome = os.read(reader, 100).decode().split(",")
-    assert outcome[:2] == ["refused", "done"] and judges.read_text() == "the judge's checkpoint"
-    assert outcome[2] == ("refused" if abi >= 6 else "done")
-
-
 @pytest.mark.parametrize("grader", ["nbgrader autograde", "course grade"])
-def test_a_verdict_that_cannot_run_records_no_zero_under_either_grader(grader, course, tmp_path):
+def test_a_verdict_that_cannot_run_records_no_zero_under_either_grader(grader, course, course_folder):
     """Issue 41: a verdict that failed for a reason that is not the submission's gave the instructor's own
     solution 0 of 11 under one grader. Now both stop that notebook with a message for the instructor and
     record nothing (here the verdict is given no time to start)."""
-    root = tmp_path / "course"
-    classroom.prepare_course(root, "a1_tensor_to")
-    with open(root / "nbgrader_config.py", "a", encoding="utf-8") as config:
-        config.write("\nc.DecideGrades.start_seconds = 0  # the verdict cannot say it is ready in time\n")
+    root = course_folder("a1_tensor_to", config="\nc.DecideGrades.start_seconds = 0  # the verdict cannot say it is ready in time\n")
     classroom.submit(root, "a1_tensor_to", "instructor", classroom.solved_notebook(root, "a1_tensor_to"))
     if grader == "nbgrader autograde":
         code, log = classroom.nbgrader(root, "autograde", "a1_tensor_to", check=False)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from course import classroom
-from conftest import jupyter
+from support.services import jupyter
 
 ASSIGNMENT = "a1_tensor_to"
 # one folder per PyTorch build: `.ci/run` runs the suite under both builds side by side

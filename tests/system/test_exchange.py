@@ -16,13 +16,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import BIN, readme_steps, with_bin_on_path
 
-import unix_users
-from autograder.messages import shows
-from course import classroom
+from course import classroom, settings
 from course.authoring import student_bundle
 from course.kernels import sandbox
+from support import unix_users
+from support.messages import shows
+from support.paths import BIN, with_bin_on_path
+from support.readme import readme_steps
 
 pytestmark = pytest.mark.build_independent  # nbgrader's exchange moves files; no PyTorch build changes it: .ci/run runs it once
 
@@ -167,7 +168,7 @@ def grade_written_answers_by_hand(course: Path):
     """What the formgrader does when the instructor gives every written answer its points."""
     from nbgrader.api import Gradebook
 
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+    with Gradebook(settings.gradebook_url(settings.load(course))) as gradebook:
         for submission in gradebook.assignment_submissions(ASSIGNMENT):
             for notebook in submission.notebooks:
                 for grade in notebook.grades:

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import BIN, with_bin_on_path
 
-import unix_users
-from autograder.messages import shows
 from course import classroom
+from support import unix_users
+from support.messages import shows
+from support.paths import BIN, with_bin_on_path
 
 ROOT = classroom.ROOT
 ASSIGNMENT = "a1_tensor_to"

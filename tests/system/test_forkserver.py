@@ -154,7 +154,7 @@ def test_without_a_fork_server_the_kernel_starts_the_usual_way(start, caplog):
     """As a new process, in a new sandbox of its own (whose init is its parent)."""
     manager, client = start(kernel_name="no-server")
     assert not isinstance(manager.provisioner.process, forkserver.AdoptedProcess)
-    assert sandbox.bwrap_command() in manager.provisioner.process.args  # after the shell that joins its cgroup
+    assert sandbox.Sandbox().bwrap in manager.provisioner.process.args  # after the shell that joins its cgroup
     assert evaluate(client, "__import__('os').getppid()") == 1
     assert "Fork server unavailable" in caplog.text
 

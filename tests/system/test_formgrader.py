@@ -11,9 +11,9 @@ import pytest
 import torch
 from nbgrader.api import Gradebook
 
-from course import classroom
+from course import classroom, settings
 from course.plugins.feedback import needs_hand_grading
-from conftest import jupyter
+from support.services import jupyter
 
 pytestmark = pytest.mark.build_independent  # the formgrader's pages; no PyTorch build changes them: .ci/run runs it once
 
@@ -26,7 +26,7 @@ ARTIFACTS = classroom.ROOT / "build" / "test-artifacts" / "browser" / f"{'cuda' 
 def test_grading_a_written_answer_in_the_formgrader_changes_the_total(demo, page, tmp_path):
     course = tmp_path / "course"
     shutil.copytree(demo(ASSIGNMENT).graded.root, course)
-    db_url = f"sqlite:///{course / 'gradebook.db'}"
+    db_url = settings.gradebook_url(settings.load(course))
     with Gradebook(db_url) as gradebook:
         before = gradebook.find_submission(ASSIGNMENT, STUDENT).score
         submission = gradebook.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, STUDENT).id

@@ -19,11 +19,10 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import BIN, free_port, with_bin_on_path
 
-import system_tools
-import unix_users
 from course import classroom
+from support import system_tools, unix_users
+from support.paths import BIN, free_port, with_bin_on_path
 
 pytestmark = pytest.mark.build_independent  # the hub, its spawner and its proxy; no PyTorch build changes them: .ci/run runs it once
 

@@ -21,12 +21,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import BIN, free_port, with_bin_on_path
-import system_tools
 
-from course import classroom
-from course.grade import in_shard, shard_of, submitted_students
+from course import classroom, settings
+from course.grading import submitted_students
+from course.grading.shards import in_shard, shard_of
 from course.kernels.sandbox import SANDBOX_UID
+from support import system_tools
+from support.paths import BIN, free_port, with_bin_on_path
 
 pytestmark = pytest.mark.build_independent  # the gradebook's database and the shards; no PyTorch build changes them: .ci/run runs it once
 
@@ -125,12 +126,11 @@ def finished(process, timeout=600) -> str:
 
 
 @pytest.fixture(scope="module")
-def sharded(postgres, demo, tmp_path_factory):
+def sharded(postgres, demo, course_folder):
     """The demo class (graded once by plain `nbgrader autograde` into SQLite) and one probe per shard, graded
     again by two concurrent `course grade --shard I/2` jobs on copies of the course folder, into PostgreSQL."""
     single = demo(ASSIGNMENT).graded
-    course = tmp_path_factory.mktemp("sharded") / "course"
-    classroom.prepare_course(course, ASSIGNMENT)
+    course = course_folder(ASSIGNMENT, "sharded")
     shutil.copytree(single.root / "submitted", course / "submitted")
     port = int(postgres.rsplit(":", 1)[1].split("/")[0])
     for name in probes().values():
@@ -185,7 +185,7 @@ def test_every_student_is_graded_by_exactly_its_shard(sharded):
 
 def test_postgresql_gradebook_is_identical_to_the_single_sqlite_run(sharded, postgres):
     single, _, _, _ = sharded
-    expected = gradebook(f"sqlite:///{single.root / 'gradebook.db'}", ASSIGNMENT)
+    expected = gradebook(settings.gradebook_url(settings.load(single.root)), ASSIGNMENT)
     found = gradebook(postgres, ASSIGNMENT, students={s for s, *_ in expected})
     students = {s for s, *_ in expected}
     assert set(single.students) <= students
@@ -315,8 +315,7 @@ def test_slurm_array_grades_the_class_into_postgresql(slurm, postgres, demo, tmp
                          autocommit=True) as server:
         server.execute("CREATE DATABASE slurmbook")
     db_url = postgres.replace("/gradebook", "/slurmbook")
-    course = tmp_path_factory.mktemp("slurm") / "course"
-    classroom.prepare_course(course, ASSIGNMENT)
+    course = course_folder(ASSIGNMENT, "slurm")
     for student in students:
         shutil.copytree(single.root / "submitted" / student, course / "submitted" / student)
     finished(run(["nbgrader", "generate_assignment", ASSIGNMENT, "--force"], course, db_url))
@@ -333,5 +332,5 @@ def test_slurm_array_grades_the_class_into_postgresql(slurm, postgres, demo, tmp
     assert "Shard 1/2: 1 of the 2 student(s)" in logs and "Shard 2/2: 1 of the 2 student(s)" in logs, logs
     finished(run(["course", "merge", ASSIGNMENT, *sorted((course / "shards").iterdir())], course, db_url))
     assert sorted(p.name for p in (course / "autograded").iterdir()) == sorted(students)
-    expected = gradebook(f"sqlite:///{single.root / 'gradebook.db'}", ASSIGNMENT, students=set(students))
+    expected = gradebook(settings.gradebook_url(settings.load(single.root)), ASSIGNMENT, students=set(students))
     assert gradebook(db_url, ASSIGNMENT) == expected

@@ -23,13 +23,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import BIN, with_bin_on_path
+from traitlets.config import Config
 
-from autograder.messages import fingerprint
 from course import classroom
 from course.kernels import sandbox
 from course.kernels.manager import GradingKernelManager
-from system_tools import missing
+from support.messages import fingerprint
+from support.paths import BIN, with_bin_on_path
+from support.system_tools import missing
 
 
 @pytest.fixture(autouse=True)
@@ -51,11 +52,10 @@ MODES = {"new process": GradingKernelManager, "forked": ForkedKernelManager}
 class Kernel:
     """A grading kernel (sandboxed) working in `work_dir`, driven synchronously."""
 
-    def __init__(self, manager_class, work_dir, extra_arguments=()):
+    def __init__(self, manager_class, work_dir, config=None):
         self.loop = asyncio.new_event_loop()
-        self.manager = manager_class(kernel_name="python3")
-        self.run(self.manager.start_kernel(cwd=str(work_dir), env=dict(os.environ),
-                                           extra_arguments=list(extra_arguments)))
+        self.manager = manager_class(kernel_name="python3", config=config or Config())
+        self.run(self.manager.start_kernel(cwd=str(work_dir), env=dict(os.environ)))
         self.client = self.manager.client()
         self.client.start_channels()
         self.run(self.client.wait_for_ready(timeout=180))
@@ -109,11 +109,9 @@ def listener():
 
 @pytest.fixture(scope="module", params=MODES)
 def kernel(request, course_folder):
-    os.environ[CANARY] = "the grader's secret"
-    try:
+    with pytest.MonkeyPatch.context() as grader_environment:  # module scope: no monkeypatch fixture
+        grader_environment.setenv(CANARY, "the grader's secret")
         started = Kernel(MODES[request.param], course_folder / "autograded" / "me" / "a1")
-    finally:
-        del os.environ[CANARY]
     yield started
     started.shutdown()
 
@@ -133,13 +131,13 @@ def test_a_grading_kernel_can_neither_read_nor_revoke_the_graders_keys(mode, cou
     first) has a session keyring of its own and cannot read or revoke the grader's key."""
     import ctypes
 
-    from autograder.kernel import kernel_arguments
-
     secret = b"the grader's key"
     key = ctypes.CDLL(None, use_errno=True).syscall(248 if os.uname().machine == "x86_64" else 217,  # add_key
                                                      b"user", b"course-canary", secret, len(secret), -3)
     assert key > 0
-    started = Kernel(MODES[mode], course_folder / "autograded" / "me" / "a1", kernel_arguments(2**30, 60))
+    limits = Config()
+    limits.GradingKernelManager.memory_bytes, limits.GradingKernelManager.cpu_seconds = 2**30, 60
+    started = Kernel(MODES[mode], course_folder / "autograded" / "me" / "a1", limits)
     try:
         found = started.evaluate(f"""
             import ctypes, json, platform
@@ -386,11 +384,11 @@ def bounded(request, tmp_path, monkeypatch):
     build) count in its RSS though not in its group, and the OOM killer picks the process with the largest
     RSS, which in a group that small would be the kernel instead of the process that filled the group."""
     need_cgroups()
-    monkeypatch.setattr(sandbox, "GROUP_MEMORY_BYTES", 2**30)
-    monkeypatch.setattr(sandbox, "GROUP_PROCESSES", 48)
+    bounds = Config()
+    bounds.Sandbox.memory_bytes, bounds.Sandbox.processes = 2**30, 48
     work = tmp_path / "autograded" / "me" / "a1"
     work.mkdir(parents=True)
-    started = Kernel(MODES[request.param], work)
+    started = Kernel(MODES[request.param], work, bounds)
     yield started
     started.shutdown()
 
@@ -427,6 +425,22 @@ def test_a_sandboxs_group_is_gone_with_it(tmp_path):
     assert not any(f.exists() for f in folders)
 
 
+def test_where_groups_hold_the_grader_says_so_once_and_which(tmp_path, monkeypatch, caplog):
+    need_cgroups()
+    monkeypatch.setattr(sandbox, "_said_which_bound", [])
+    with caplog.at_level(logging.INFO):
+        for _ in range(2):
+            box = sandbox.KernelSandbox(tmp_path, log=logging.getLogger("test"))
+            box.start(["/bin/true"], sandbox.environment())
+            box.close()
+    assert caplog.text.count(fingerprint("sandbox_group").en) == 1 and fingerprint("sandbox_group").zh in caplog.text
+    from course.kernels import cgroups
+
+    version, parents = cgroups._places()
+    assert f"cgroup v{version}" in caplog.text and all(str(parent) in caplog.text for parent in parents)
+    assert fingerprint("sandbox_no_group").en not in caplog.text
+
+
 def test_the_groups_of_dead_graders_are_removed(tmp_path):
     from course.kernels import cgroups
 
@@ -445,7 +459,7 @@ def test_without_cgroups_grading_goes_on_and_says_what_holds(tmp_path, monkeypat
     from course.kernels import cgroups
 
     monkeypatch.setattr(cgroups, "_places", lambda: "no cgroup here (test)")
-    monkeypatch.setattr(sandbox, "_said_no_group", [])
+    monkeypatch.setattr(sandbox, "_said_which_bound", [])
     box = sandbox.KernelSandbox(tmp_path, log=logging.getLogger("test"))
     with caplog.at_level(logging.WARNING):
         box.start(["/bin/sh", "-c", "echo ran > out; sleep 30"], sandbox.environment())
@@ -493,11 +507,12 @@ def test_make_safe_removes_links_pipes_and_special_bits(tmp_path):
     assert (tmp_path / "before").is_symlink()
 
 
-def test_without_bwrap_grading_refuses_and_says_what_to_do(monkeypatch, tmp_path):
-    monkeypatch.setenv(sandbox.BWRAP_VARIABLE, str(tmp_path / "no-bwrap"))
-    assert "not installed" in sandbox.problem()
+def test_without_bwrap_grading_refuses_and_says_what_to_do(tmp_path):
+    elsewhere = Config()
+    elsewhere.Sandbox.bwrap = str(tmp_path / "no-bwrap")
+    assert "not installed" in sandbox.problem(elsewhere)
     with pytest.raises(sandbox.SandboxError) as refused:
-        sandbox.require()
+        sandbox.require(elsewhere)
     shown = str(refused.value)
     assert "apt-get install bubblewrap" in shown and "apparmor_restrict_unprivileged_userns" in shown
     assert fingerprint("sandbox_unavailable").zh in shown

@@ -13,11 +13,11 @@ from collections import OrderedDict, namedtuple
 import pytest
 import torch
 
-from autograder import boundary, checks, has_data, same_device
+from autograder import boundary, checks, has_data
+from autograder.devices import same_device
 from autograder.checks import core
-from autograder.messages import shows
+from support.messages import shows
 
-pytestmark = pytest.mark.unit
 Sample = namedtuple("Sample", ["image", "label"])
 
 

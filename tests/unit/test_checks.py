@@ -9,9 +9,11 @@ import torch
 from torch import nn
 
 from autograder import checks, has_data, integrity
-from autograder.messages import message, shows, text
+from autograder.checks import training
+from autograder.messages import message, text
 from autograder.probes import count_transfers, save_as_if_from_cuda
 from autograder.simulate import simulated_accelerator
+from support.messages import shows
 
 CHECKS_FOLDER = Path(checks.__file__).parent  # every module of the checks' namespace
 
@@ -364,12 +366,6 @@ def test_module_on_names_a_parameter_left_behind(device):
                   checks.assert_module_on, model, device, "model")
 
 
-def test_mixed_devices_are_named(accelerator):
-    checks.assert_one_device({"a": torch.ones(1), "b": torch.ones(1)}, "batch")
-    fails_showing("mixed_devices", dict(what="batch", found=f"cpu, {accelerator}"),
-                  checks.assert_one_device, {"a": torch.ones(1), "b": torch.ones(1, device=accelerator)}, "batch")
-
-
 def test_call_turns_errors_into_bilingual_failures():
     def unanswered():
         raise NotImplementedError()
@@ -458,35 +454,54 @@ def test_loader_kwargs_checks_pin_memory_and_type():
                   checks.assert_loader_kwargs, [("pin_memory", True)], True, "k")
 
 
-def test_training_checks():
+# One test per helper: a mistake in one helper's check does not hide another's (review E4).
+
+def test_assert_updated_needs_a_parameter_the_step_changed():
     model = nn.Linear(2, 1)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     fails_showing("not_updated", dict(what="m"), checks.assert_updated, before, model, "m")
     with torch.no_grad():
         model.bias += 1
     checks.assert_updated(before, model, "m")
+
+
+def test_assert_gradients_refuses_gradients_accumulated_twice():
+    model = nn.Linear(2, 1)
     model(torch.ones(1, 2)).sum().backward()
     grads = {n: p.grad.clone() for n, p in model.named_parameters()}
     checks.assert_gradients(model, grads, "m")
     model(torch.ones(1, 2)).sum().backward()  # accumulated a second time
     fails_showing("stale_gradients", dict(what="m", diff="1", name="weight"),
                   checks.assert_gradients, model, grads, "m")
+
+
+def test_assert_detached_refuses_a_tensor_with_history():
+    model = nn.Linear(2, 1)
     loss = model(torch.ones(1, 2)).sum()
     fails_showing("not_detached", dict(what="m", grad_fn="SumBackward0", requires_grad=True),
                   checks.assert_detached, loss, "m")
     checks.assert_detached(loss.detach(), "m")
 
 
-def test_eval_buffer_and_state_checks():
+def test_assert_eval_needs_every_module_in_eval_mode():
     model = nn.Sequential(nn.Linear(2, 2), nn.Dropout())
     fails_showing("not_eval", dict(what="m", name="model (Sequential)"), checks.assert_eval, model, "m")
     model[1].eval()
     fails_with("not_eval", checks.assert_eval, model, "m")  # the top module still training
     checks.assert_eval(model.eval(), "m")
+
+
+def buffered_layer() -> nn.Linear:
+    """A layer with a non-persistent buffer `kept`, a persistent `saved`, and a plain tensor attribute `plain`."""
     layer = nn.Linear(2, 2)
     layer.register_buffer("kept", torch.ones(1), persistent=False)
     layer.register_buffer("saved", torch.ones(1))
     layer.plain = torch.ones(1)
+    return layer
+
+
+def test_assert_buffer_tells_persistent_from_not_and_names_what_is_not_a_buffer():
+    layer = buffered_layer()
     checks.assert_buffer(layer, "kept", "m", persistent=False)
     checks.assert_buffer(layer, "saved", "m", persistent=True)
     fails_showing("persistent_buffer", dict(what="m", name="saved"),
@@ -496,6 +511,10 @@ def test_eval_buffer_and_state_checks():
     for name, kind in [("plain", "kind_plain_attribute"), ("weight", "kind_parameter"), ("absent", "kind_missing")]:
         fails_showing("not_a_buffer", dict(what="m", name=name, found=text(kind)),
                       checks.assert_buffer, layer, name, "m", persistent=False)
+
+
+def test_assert_state_unchanged_names_a_changed_dtype():
+    layer = buffered_layer()
     before = {k: v.clone() for k, v in layer.state_dict().items()}
     checks.assert_state_unchanged(layer, before, "m", "hint_autocast_keeps_model")
     layer.half()
@@ -504,7 +523,7 @@ def test_eval_buffer_and_state_checks():
                   checks.assert_state_unchanged, layer, before, "m", "hint_autocast_keeps_model")
 
 
-def test_raises_and_none_checks():
+def test_assert_raises_needs_the_expected_error():
     def split():
         raise ValueError("two devices")
 
@@ -515,6 +534,9 @@ def test_raises_and_none_checks():
     fails_showing("expected_error", dict(what="f()", expected="ValueError", found="ZeroDivisionError",
                                          hint=hint),
                   checks.assert_raises, ValueError, "f()", lambda: 1 / 0, hint="hint_split_devices")
+
+
+def test_assert_none_refuses_any_other_value():
     checks.assert_none(None, "f()", "hint_no_tensors")
     fails_showing("expected_none", dict(what="f()", found="device(type='cpu')", hint=text("hint_no_tensors")),
                   checks.assert_none, torch.device("cpu"), "f()", "hint_no_tensors")
@@ -660,7 +682,7 @@ def test_amp_gradients_name_each_scaler_mistake(max_norm):
 def test_amp_gradients_blame_stale_gradients_only_when_they_are_stale():
     scale, max_norm = 1024.0, 2.5
     accumulated = {n: g + 100.0 / scale for n, g in RAW.items()}  # no zero_grad: the old 100 unscaled, added in
-    not_cleared = {n: g.float() for n, g in checks._clipped(accumulated, max_norm).items()}
+    not_cleared = {n: g.float() for n, g in training._clipped(accumulated, max_norm).items()}
     fails_with("stale_gradients", checks.assert_amp_gradients, with_gradients(not_cleared), RAW, scale, max_norm,
                "s", stale=100.0)
     halved = {n: g * 0.5 * min(1.0, max_norm / 5) for n, g in RAW.items()}  # wrong, and not for want of zero_grad

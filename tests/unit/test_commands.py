@@ -6,11 +6,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import with_bin_on_path
 from nbgrader.api import Gradebook
 
-from autograder.messages import shows
-from course import classroom
+from course import classroom, settings
+from support.messages import shows
+from support.paths import with_bin_on_path
 
 COMMANDS = ["grade", "status", "insights"]
 
@@ -62,13 +62,13 @@ def test_an_assignment_not_in_the_gradebook_says_to_run_setup(course_folder, com
 def test_students_off_the_roster_are_named_once_and_not_sent_to_nbgrader(course_folder, monkeypatch, capsys):
     """nbgrader refuses an unknown student with a 25-line traceback (create_student is off once a roster is
     registered): `course grade` names them once and grades the others."""
-    from course import cli, grade
-    from course.commands import grade as grade_command
+    from course import cli, grading
+    from course import gradebook as queries
     from course.kernels import sandbox
 
     monkeypatch.setenv("PATH", with_bin_on_path()["PATH"])  # nbgrader's gradebook runs alembic
     (course_folder / "roster.csv").write_text("id\nann\nbob\n", encoding="utf-8")
-    with Gradebook(f"sqlite:///{course_folder / 'gradebook.db'}") as gradebook:
+    with Gradebook(settings.gradebook_url(settings.load(course_folder))) as gradebook:
         for student in ("ann", "bob"):
             gradebook.add_student(student)
     for student in ("ann", "mallory", "bob", "trudy"):
@@ -79,11 +79,11 @@ def test_students_off_the_roster_are_named_once_and_not_sent_to_nbgrader(course_
         asked.append(students)
         return SimpleNamespace(graded=students, seconds=0.0, unchanged=[], failed={}, logs=course_folder)
 
-    monkeypatch.setattr(grade, "grade", graded)
-    monkeypatch.setattr(grade_command, "registered", lambda *a: True)
-    monkeypatch.setattr(grade_command, "print_hand_grading", lambda *a: None)
-    monkeypatch.setattr(grade_command, "print_late", lambda *a: None)
-    monkeypatch.setattr(sandbox, "problem", lambda: None)
+    monkeypatch.setattr(grading, "grade", graded)
+    monkeypatch.setattr(queries, "registered", lambda *a: True)
+    monkeypatch.setattr(queries, "print_hand_grading", lambda *a: None)
+    monkeypatch.setattr(queries, "print_late", lambda *a: None)
+    monkeypatch.setattr(sandbox, "problem", lambda *a: None)
     assert cli.main(["grade", "a1_tensor_to", "--root", str(course_folder)]) == 0
     assert asked == [["ann", "bob"]]
     shown = capsys.readouterr().out

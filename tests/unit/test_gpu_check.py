@@ -227,7 +227,8 @@ def test_a_wording_claim_compares_nothing_but_wording():
     """Another torch may word an error otherwise, and only that is forgiven: each claim marked `wording`
     judges one message, the behaviour around it has a claim of its own."""
     worded = {c.check.__name__ for c in gpu_claims.CLAIMS if c.wording}
-    assert worded == {"bce_refusal_wording", "layer_norm_refusal_wording", "linear_mismatch_message",
+    assert worded == {"bce_refusal_wording", "layer_norm_refusal_wording", "layer_norm_refusal_wording_bfloat16",
+                      "linear_mismatch_message",
                       "elementwise_mismatch_message"}
 
 

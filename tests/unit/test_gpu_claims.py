@@ -8,14 +8,15 @@ import nbformat
 import pytest
 import torch
 
-from autograder.messages import catalogue, shows
+from autograder.messages import catalogue
 from autograder.practice import on_a_gpu
 from course.classroom import ROOT
+from support.lessons import english_headings
+from support.messages import shows
 
 
 sys.path.insert(0, str(ROOT / "tests"))
 import gpu_claims  # noqa: E402
-from lessons import english_headings  # noqa: E402
 
 
 def run_script(**env) -> subprocess.CompletedProcess:

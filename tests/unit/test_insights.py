@@ -9,13 +9,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import GENERIC_DIAGNOSTICS
 from nbformat.v4 import new_code_cell, new_notebook
 
 from autograder.messages import catalogue
 from course import classroom, insights
 from course.authoring import student_bundle
 from course.plugins import autograde
+from support.messages import GENERIC_DIAGNOSTICS
 
 ASSIGNMENTS = student_bundle.assignments()
 
@@ -56,7 +56,7 @@ def test_a_submission_cannot_plant_a_diagnosis(monkeypatch):
                                                     autograde.DIAGNOSIS: {"key": "not_answered"}})
              for grade_id in ("test_a", "test_b")]
     records = {"test_a": {"passed": True}, "test_b": {"passed": False, "key": "wrong_device", "message": "…"}}
-    monkeypatch.setattr(autograde.DecideGrades, "verdict", lambda self, cells, references=None: records)
+    monkeypatch.setattr(autograde.DecideGrades, "verdict", lambda self, cells, references=None, **limits: records)
     notebook, _ = autograde.DecideGrades().preprocess(new_notebook(cells=cells), {})
     assert autograde.DIAGNOSIS not in notebook.cells[0].metadata
     assert notebook.cells[1].metadata[autograde.DIAGNOSIS] == {"key": "wrong_device"}
@@ -99,13 +99,34 @@ def test_the_page_escapes_student_ids_and_runs_no_script(tmp_path):
     exercise = insights.Exercise("test_to_device", 2.0, graded=["ada", hostile], full=["ada"])
     exercise.causes[("forgot_assignment", None)].append(hostile)
     page = insights.write_html("a1", [exercise], tmp_path / "a1.html").read_text("utf-8")
-    assert hostile not in page and html.escape(hostile) in page
+    assert hostile not in page and "<img" not in page and hostile in html.unescape(page)
     assert "<script" not in page and "default-src 'none'" in page
     table = rows(insights.write_csv("a1", [exercise], tmp_path / "a1.csv"))
     assert table == [{"assignment": "a1", "exercise": "test_to_device", "points": "2.0", "graded": "2", "full_points": "1",
                       "message_key": "forgot_assignment", "hint_key": "", "students": "1", "share": "0.50",
                       "lesson": "02_tensor_to", "section": "Out-of-place: the result must be assigned",
                       "student_ids": hostile}]
+
+
+HOSTILE = '</code><script>alert(1)</script><img src=x onerror="alert(2)">'
+
+
+@pytest.mark.parametrize("place", ["assignment", "grade id", "student id", "heading", "first attempt"])
+def test_every_text_on_the_page_is_escaped_wherever_it_comes_from(place, tmp_path, monkeypatch):
+    """The page is autoescaped as a whole: a hostile name or heading shows as text in each place it enters."""
+    if place == "heading":
+        taught = {**insights.teaches(), "forgot_assignment": dict(insights.teaches()["forgot_assignment"],
+                                                                   section=HOSTILE, section_zh=HOSTILE)}
+        monkeypatch.setattr(insights, "teaches", lambda: taught)
+    student = HOSTILE if place in ("student id", "first attempt") else "ada"
+    exercise = insights.Exercise(HOSTILE if place == "grade id" else "test_to_device", 2.0, graded=[student, "bo"])
+    exercise.causes[("forgot_assignment", None)].append(student)
+    exercise.lost[student] = 2.0
+    first = [insights.FirstAttempt(student, "test_to_device", "forgot_assignment", None, {})] if place == "first attempt" else []
+    page = insights.write_html(HOSTILE if place == "assignment" else "a1", [exercise], tmp_path / "a1.html",
+                               first).read_text("utf-8")
+    assert "<script" not in page and "<img" not in page and HOSTILE not in page
+    assert HOSTILE in html.unescape(page)
 
 
 def test_the_summary_ranks_misconceptions_by_the_points_they_cost_the_whole_class():

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from autograder import checks, integrity
-from autograder.messages import shows
+from support.messages import shows
 
 
 @pytest.fixture(autouse=True)

@@ -1,19 +1,23 @@
-"""The layout (issue 24): `autograder` is what runs in a student's or a grading kernel and never imports the
-instructor's `course` package; the module paths that moved to `course` still work for an old configuration."""
+"""The layout (issue 24; README, "Layout"): `autograder` is what runs in a student's or a grading kernel and
+never imports the instructor's `course` package, in any of its modules; an old configuration that names a
+module that moved to `course` stops with the one-line fix instead of grading without the course's plugins."""
 import ast
 import importlib
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from traitlets.utils.importstring import import_item
 
-from autograder.messages import shows
+import autograder
 from course import classroom
 from course.authoring import student_bundle
+from support.messages import shows
 
 PACKAGE = student_bundle.ROOT / "autograder"
-KERNEL_MODULES = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in student_bundle.MOVED)
+KERNEL_MODULES = sorted(p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py"))
 # what the course's nbgrader_config.py named before the move (and a course folder's copy of it may still
 # name), with where it lives now
 OLD_CONFIGURATION = {
@@ -57,20 +61,44 @@ def instructor_modules(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("module", KERNEL_MODULES)
 def test_the_kernel_package_never_imports_the_instructors(module):
-    found = instructor_modules(PACKAGE / f"{module}.py")
-    assert not found, (f"autograder/{module}.py imports {sorted(found)}: it runs in students' kernels, which "
+    found = instructor_modules(PACKAGE / module)
+    assert not found, (f"autograder/{module} imports {sorted(found)}: it runs in students' kernels, which "
                        f"have no `course` / 它在学生的内核中运行，那里没有 `course`")
 
 
-@pytest.mark.parametrize("module", student_bundle.MOVED)
-def test_the_check_sees_an_import_of_the_instructors_package(module):
-    """The moved modules' re-exports are the imports the check above refuses: it is not blind to them."""
-    assert instructor_modules(PACKAGE / f"{module}.py")
+def test_the_check_reads_the_checks_subpackage_too():
+    assert "checks/core.py" in KERNEL_MODULES and "verdict.py" in KERNEL_MODULES
+
+
+def test_the_check_sees_an_import_of_the_instructors_package(tmp_path):
+    """It is not blind to the imports it refuses: absolute, relative from above, and named in a string."""
+    for line in ("from course.kernels import sandbox", "import course", "x = 'course.plugins.autograde'"):
+        (tmp_path / "shim.py").write_text(line + "\n", "utf-8")
+        assert instructor_modules(tmp_path / "shim.py"), line
 
 
 @pytest.mark.parametrize("old", OLD_CONFIGURATION)
-def test_an_old_configurations_name_is_what_moved(old):
-    assert import_item(old) is import_item(OLD_CONFIGURATION[old])
+def test_an_old_configurations_name_stops_with_the_new_one(old):
+    new = import_item(OLD_CONFIGURATION[old])  # what it names now exists
+    module = old.rpartition(".")[0]
+    assert module in autograder.MOVED and OLD_CONFIGURATION[old].rpartition(".")[0] in autograder.MOVED[module]
+    sys.modules.pop(module, None)
+    with pytest.raises(SystemExit) as stopped:
+        import_item(old)
+    assert shows(str(stopped.value.code), "moved_to_course") and module in str(stopped.value.code)
+    assert new is import_item(OLD_CONFIGURATION[old])
+
+
+def test_nbgrader_with_an_old_configuration_stops_instead_of_grading_without_it(tmp_path):
+    """nbgrader goes on without a configuration file that raises an error (it logs it): an old copy must
+    stop it, or it would grade with nbgrader's own kernel, outside the sandbox."""
+    (tmp_path / "nbgrader_config.py").write_text(
+        "c = get_config()\nfrom autograder.sandbox import use_for_nbgrader\n", "utf-8")
+    done = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), "db", "student", "list"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert shows(done.stderr, "moved_to_course") and "course.kernels.manager" in done.stderr, done.stderr
+    assert not (tmp_path / "gradebook.db").exists()
 
 
 @pytest.mark.parametrize("name", [*student_bundle.assignments(), "untrusted", "forgeries"])

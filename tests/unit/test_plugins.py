@@ -5,6 +5,7 @@ small notebook, with a gradebook in a temporary folder where a plugin reads one.
 import logging
 import traceback
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -12,10 +13,10 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from nbgrader.api import Gradebook
 
-from autograder.messages import shows
 from course.authoring.monolingual import to_traditional
 from course.plugins.autograde import DropMalformedMetadata, ForgetUnknownCells, ViewedAsReleased
 from course.plugins.feedback import HideHiddenTests, RequireHandGrading, WrapDiagnostics
+from support.messages import shows
 
 
 def graded_cell(source, grade_id, points=2, solution=False, **kind):
@@ -24,24 +25,35 @@ def graded_cell(source, grade_id, points=2, solution=False, **kind):
         "points": points, "schema_version": 3, **kind}})
 
 
+@pytest.fixture(scope="module")
+def gradebook_file(tmp_path_factory) -> Path:
+    """The gradebook every test of this file starts from, made once: nbgrader creates a gradebook through
+    alembic, seconds each time."""
+    path = tmp_path_factory.mktemp("gradebook") / "gradebook.db"
+    with pytest.MonkeyPatch.context() as environment:
+        environment.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
+        with Gradebook(f"sqlite:///{path}") as book:
+            book.add_assignment("a1")
+            book.add_notebook("nb", "a1")
+            book.add_grade_cell("test_move", "nb", "a1", max_score=2, cell_type="code")
+            book.add_source_cell("test_move", "nb", "a1", cell_type="code", locked=True, source="assert True")
+            book.add_grade_cell("written", "nb", "a1", max_score=2, cell_type="markdown")
+            book.add_source_cell("written", "nb", "a1", cell_type="markdown", locked=False, source="")
+            book.add_student("ada")
+            book.add_submission("a1", "ada")
+            for name in ("test_move", "written"):  # as autograde leaves them, before anyone grades by hand
+                book.find_grade(name, "nb", "a1", "ada").needs_manual_grade = False
+            book.db.commit()
+    return path
+
+
 @pytest.fixture
-def gradebook(tmp_path, monkeypatch):
-    """A gradebook that knows one notebook of one assignment, with one test cell and one written answer."""
+def gradebook(gradebook_file, tmp_path, monkeypatch):
+    """A gradebook of its own for each test (a copy), that knows one notebook of one assignment, with one
+    test cell and one written answer."""
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
-    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
-    with Gradebook(url) as book:
-        book.add_assignment("a1")
-        book.add_notebook("nb", "a1")
-        book.add_grade_cell("test_move", "nb", "a1", max_score=2, cell_type="code")
-        book.add_source_cell("test_move", "nb", "a1", cell_type="code", locked=True, source="assert True")
-        book.add_grade_cell("written", "nb", "a1", max_score=2, cell_type="markdown")
-        book.add_source_cell("written", "nb", "a1", cell_type="markdown", locked=False, source="")
-        book.add_student("ada")
-        book.add_submission("a1", "ada")
-        for name in ("test_move", "written"):  # as autograde leaves them, before anyone grades by hand
-            book.find_grade(name, "nb", "a1", "ada").needs_manual_grade = False
-        book.db.commit()
-    return url
+    shutil.copy(gradebook_file, tmp_path / "gradebook.db")
+    return f"sqlite:///{tmp_path / 'gradebook.db'}"
 
 
 def resources(db_url="", student="ada"):
@@ -110,7 +122,7 @@ def test_feedback_hides_the_hidden_tests_and_their_traceback():
     nb, _ = HideHiddenTests().preprocess(new_notebook(cells=[test, answer]), {})
     shown = nb.cells[0]
     assert "secret" not in shown.source and shown.source.startswith("check(a)\n    # (hidden tests ran here")
-    assert shown.source.endswith("# （隐藏测试已在此运行：结果见下方）\nprint('done')")
+    assert shown.source.endswith("\n    # （隐藏测试已在此运行：结果见下方）\nprint('done')")  # each line indented
     assert shown.outputs[0].traceback == ["AssertionError: x: expected cpu, found meta"]
     assert nb.cells[1].source == "### BEGIN HIDDEN TESTS\nkept()"  # only test cells hold hidden tests
 
@@ -193,8 +205,9 @@ def test_the_course_configuration_runs_nbgraders_pipelines_with_the_courses_step
                 "course.plugins.autograde.SafeExecute": "Execute"}
     added = {"course.plugins.autograde.DropMalformedMetadata", "course.plugins.autograde.ForgetUnknownCells",
              "course.plugins.autograde.ViewedAsReleased", "course.plugins.autograde.DecideGrades",
-             "course.plugins.autograde.ForgetStaleFeedback", "course.plugins.autograde.RememberAttempts"}
-    for trait, steps in [("sanitize_preprocessors", ["ForgetStaleFeedback", "DropMalformedMetadata", "DeduplicateIds",
+             "course.plugins.autograde.ForgetStaleFeedback", "course.plugins.autograde.RememberAttempts",
+             "course.plugins.autograde.OnlyTheAssignmentsFiles"}
+    for trait, steps in [("sanitize_preprocessors", ["ForgetStaleFeedback", "OnlyTheAssignmentsFiles", "DropMalformedMetadata", "DeduplicateIds",
                                                      "ForgetUnknownCells", "ViewedAsReleased", "OverwriteCellsQuietly"]),
                          ("autograde_preprocessors", ["SafeExecute", "DecideGrades", "SaveAutoGrades",
                                                       "RememberAttempts"])]:
@@ -340,3 +353,65 @@ def test_feedback_is_in_the_chinese_form_the_roster_names_for_the_student(tmp_pa
     assert answer.source == "x = 1  # 我的答案：设备"  # as submitted
     assert [cell.source for cell in page("li")] == ["请把结果赋值给变量。", "x = 1  # 我的答案：设备", "# 隐藏测试已在此运行"]
     assert [cell.source for cell in page("someone-not-on-the-roster")][0] == "请把结果赋值给变量。"
+
+
+def test_only_the_assignments_own_files_stay_where_the_kernel_works(gradebook, tmp_path, caplog):
+    """Before any kernel starts, the grading folder keeps the source folder's files, the assignment's notebooks
+    and nbgrader's timestamp; whatever else the submission brought is removed and named, in both languages."""
+    import logging
+
+    from traitlets.config import Config
+
+    from support.messages import shows
+    from course.plugins.autograde import OnlyTheAssignmentsFiles
+
+    (tmp_path / "source" / "a1" / "data").mkdir(parents=True)
+    (tmp_path / "source" / "a1" / "data" / "points.csv").write_text("1,2")
+    working = tmp_path / "autograded" / "ada" / "a1"
+    for name in ["nb.ipynb", "other.ipynb", "timestamp.txt", "data/points.csv", "torch.py", "data/extra.csv",
+                 "autograder/__init__.py"]:
+        (working / name).parent.mkdir(parents=True, exist_ok=True)
+        (working / name).write_text("x")
+    (working / "link").symlink_to(tmp_path / "source")
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+    resources = {"nbgrader": {"student": "ada", "assignment": "a1", "notebook": "nb", "db_url": gradebook}}
+    with caplog.at_level(logging.WARNING):
+        OnlyTheAssignmentsFiles(config=config, log=logging.getLogger("test")).preprocess(new_notebook(), resources)
+    kept = sorted(str(path.relative_to(working)) for path in working.rglob("*"))
+    assert kept == ["data", "data/points.csv", "nb.ipynb", "timestamp.txt"]
+    assert shows(caplog.text, "submission_extra_files")
+    for name in ["other.ipynb", "torch.py", "data/extra.csv", "autograder/__init__.py", "link"]:
+        assert name in caplog.text
+    assert (tmp_path / "source" / "a1" / "data" / "points.csv").exists()  # the link was removed, not followed
+
+
+def test_a_markdown_cell_that_quotes_the_delimiters_keeps_them():
+    """Only test cells hold hidden tests: prose about them is prose."""
+    prose = new_markdown_cell("### BEGIN HIDDEN TESTS\nhow a hidden test is written", metadata={"nbgrader": {
+        "grade": False, "solution": False, "locked": True, "grade_id": "notes", "schema_version": 3}})
+    nb, _ = HideHiddenTests().preprocess(new_notebook(cells=[prose]), {})
+    assert nb.cells[0].source == "### BEGIN HIDDEN TESTS\nhow a hidden test is written"
+
+
+@pytest.mark.parametrize("tag, name, value, allowed", [
+    ("a", "href", "https://example.org", True), ("a", "title", "x", True), ("a", "style", "x", False),
+    ("img", "src", "data:image/png;base64,iVBORw0KGgo=", True), ("img", "src", "https://example.org/x.png", False),
+    ("img", "src", "100", False), ("img", "alt", "x", True), ("img", "title", "x", True),
+    ("img", "width", "100", True), ("img", "height", "12.5", True), ("img", "width", "100px", False),
+    ("th", "align", "left", True), ("td", "align", "center", True), ("td", "style", "text-align: left", True),
+    ("td", "onclick", "x", False), ("p", "id", "x", False), ("p", "align", "left", False),
+    *[(f"h{level}", "id", "x", True) for level in range(1, 7)],
+])
+def test_markdown_keeps_only_the_attributes_the_pages_allow(tag, name, value, allowed):
+    from course.plugins.pages import _markdown_attribute
+
+    assert _markdown_attribute(tag, name, value) is allowed
+
+
+@pytest.mark.parametrize("size, kept", [(0, True), (0.5, True), (99_999, True), (100_000, False), (-1, False),
+                                        (True, False), ("120", True), ("12px", False)])
+def test_an_image_size_is_kept_only_as_a_plain_number(size, kept):
+    from course.plugins.pages import checked_metadata
+
+    assert checked_metadata({"width": size}) == ({"width": size} if kept else {})

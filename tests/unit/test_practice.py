@@ -10,10 +10,10 @@ import nbformat
 import pytest
 
 from autograder import checks
-from autograder.messages import fingerprint
 from autograder.practice import self_check
 from course.authoring import monolingual
-from lessons import defined_names, exercises, printed, prose_words, solution_code, tags
+from support.lessons import defined_names, exercises, printed, prose_words, solution_code, tags
+from support.messages import fingerprint
 
 
 ROOT = Path(__file__).resolve().parents[2]

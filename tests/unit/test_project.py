@@ -68,7 +68,7 @@ def test_gpu_job_really_has_cuda():
 
 
 def test_readme_seed_table_points_at_sections_that_exist():
-    from lessons import english_headings
+    from support.lessons import english_headings
 
     readme = (ROOT / "README.md").read_text("utf-8")
     table = readme.split("### What the seed articles say")[1].split("###")[0]
@@ -83,7 +83,7 @@ def test_readme_seed_table_points_at_sections_that_exist():
 
 
 def test_a_missing_system_tool_fails_the_test_unless_skipped_on_purpose(monkeypatch):
-    import system_tools
+    from support import system_tools
 
     monkeypatch.delenv("COURSE_SKIP_EXAMPLE", raising=False)
     with pytest.raises(pytest.fail.Exception, match="make example"):

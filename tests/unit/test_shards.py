@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.messages import shows
 from course.cli import main
-from course.grade import in_shard, shard_of
+from course.grading.shards import in_shard, shard_of
+from support.messages import shows
 
 
 ASSIGNMENT = "a1_tensor_to"

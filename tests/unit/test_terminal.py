@@ -70,10 +70,10 @@ def test_course_grade_marks_each_of_its_own_lines_and_quotes_a_submissions_lines
 def test_a_python_warning_while_a_student_is_graded_goes_to_their_log_not_the_terminal(capsys):
     import warnings
 
-    from course.grade import _whole_log
+    from course.grading.logs import GradingLog
 
-    with _whole_log() as log, warnings.catch_warnings():
+    with GradingLog() as log, warnings.catch_warnings():
         warnings.simplefilter("always")
         warnings.warn(f"Cell is missing an id field {OSC52}")
-    assert "UserWarning: Cell is missing an id field \\x1b]52;" in log.getvalue()
+    assert "UserWarning: Cell is missing an id field \\x1b]52;" in log.text()
     assert capsys.readouterr().err == ""

@@ -12,17 +12,17 @@ import pytest
 from zhon import cedict
 
 from course import classroom
-from course.authoring import student_bundle
 from course.authoring.glossary import terms
 from course.authoring.monolingual import (answers_to_prompts, code_to_traditional, for_students, monolingual,
                                           opencc_with_terms, to_traditional)
+from support.notebooks import student_notebooks
 
 
 ROOT = classroom.ROOT
 LESSON = ROOT / "notebooks" / "03_module_to.ipynb"
 RELEASE = classroom.notebook_path(ROOT, "release", "a1_tensor_to")
 CJK = re.compile(r"[\u4e00-\u9fff]")
-NOTEBOOKS = student_bundle.student_notebooks(ROOT)  # the twelve lessons and the four release notebooks
+NOTEBOOKS = student_notebooks(ROOT)  # the twelve lessons and the four release notebooks
 ZH_HANT = json.loads((ROOT / "course" / "authoring" / "zh_hant.json").read_text("utf-8"))
 OVERRIDES = [entry for group in ("taiwan", "fixes", "quotes") for entry in ZH_HANT[group]]
 # characters only 简体 writes (CC-CEDICT): 这, 处, 编, … but not 台, 干, 里, 只, which 繁體 writes too
@@ -283,36 +283,3 @@ def test_course_view_writes_copies(tmp_path):
     view = nbformat.read(written, as_version=4)
     assert answers_to_prompts(view) and not any(cell.outputs for cell in answers_to_prompts(view)), (
         "no answer printed under a prompt / 提问下方不显示答案")
-
-
-def test_a_solved_notebook_viewed_in_traditional_chinese_is_still_gradable(tmp_path):
-    course = tmp_path / "course"
-    classroom.prepare_course(course, "a1_tensor_to")
-    solved = classroom.solved_notebook(course, "a1_tensor_to")
-    classroom.submit(course, "a1_tensor_to", "student", monolingual(solved, "zh-hant"))
-    classroom.nbgrader(course, "autograde", "a1_tensor_to")
-    graded = classroom.scores(course, "a1_tensor_to")["student"]
-    assert graded == classroom.max_points("a1_tensor_to")
-
-
-def test_an_untouched_traditional_view_grades_as_the_untouched_release(tmp_path):
-    """The 繁體 view changes the text of tracked cells (stubs, tests, the written answer's stub); the grader takes
-    them for the released cells (ViewedAsReleased): the same points and manual-grading flags, cell by cell, as
-    the bilingual release, its unanswered written answer scored 0 without a hand grade, and no tamper warning."""
-    from nbgrader.api import Gradebook
-
-    course = tmp_path / "course"
-    classroom.prepare_course(course, "a1_tensor_to")
-    released = nbformat.read(classroom.notebook_path(course, "release", "a1_tensor_to"), as_version=4)
-    classroom.submit(course, "a1_tensor_to", "bilingual", released)
-    classroom.submit(course, "a1_tensor_to", "traditional", monolingual(released, "zh-hant"))
-    _, log = classroom.nbgrader(course, "autograde", "a1_tensor_to")
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        graded = {student: {g.name: (g.cell.cell_type, g.auto_score, g.needs_manual_grade)
-                            for g in gradebook.find_submission_notebook("a1_tensor_to", "a1_tensor_to", student).grades}
-                  for student in ("bilingual", "traditional")}
-    assert graded["traditional"] == graded["bilingual"]
-    written = {name: grade for name, grade in graded["traditional"].items() if grade[0] == "markdown"}
-    assert written and all(grade[1:] == (0, False) for grade in written.values()), written
-    assert "has changed" not in log, log
-
