@@ -209,6 +209,13 @@ def assert_batch_moved(result, original, device, what, depth=0):
         _fail("leaf_changed", what=what, expected=repr(original), found=repr(result))
 
 
+def assert_one_per_batch(outputs, batches, what):
+    """As many outputs as batches: the function went through every batch before it returned."""
+    __tracebackhide__ = True
+    if len(outputs) != len(batches):
+        _fail("outputs_per_batch", what=what, expected=len(batches), found=len(outputs))
+
+
 def batch_items(batch):
     """What a nested batch holds, for `assert_batch_unchanged`: each container's type and items, each leaf
     itself (and a tensor's device and dtype), taken before a call."""
