@@ -1,6 +1,7 @@
 """Instruments the graders use to see what an answer does, not only what it returns."""
 import weakref
 from contextlib import contextmanager
+from types import SimpleNamespace
 from unittest import mock
 
 import torch
@@ -127,15 +128,24 @@ class HostCopyStandIn(TorchDispatchMode):
                 and torch.device(target).type == "cpu":
             self.events.append("non-blocking copy" if kwargs.get("non_blocking") else "blocking copy")
             return torch.zeros(args[0].shape, dtype=kwargs.get("dtype") or args[0].dtype)
+        if func is torch.ops.aten.copy_.default and args[0].device.type == "cpu" and args[1].device.type == "meta":
+            # `host.copy_(on_device, non_blocking=...)`: the other way to copy into a host tensor
+            non_blocking = args[2] if len(args) > 2 else kwargs.get("non_blocking", False)
+            self.events.append("non-blocking copy" if non_blocking else "blocking copy")
+            return args[0].zero_()
         return func(*args, **kwargs)
 
     @contextmanager
     def synchronising(self):
-        """`torch.accelerator.synchronize()` and `torch.cuda.synchronize()` log "synchronize" instead."""
+        """`torch.accelerator.synchronize()` and `torch.cuda.synchronize()`, and `.synchronize()` of their
+        `current_stream()`, log "synchronize" instead."""
         def wait(*args, **kwargs):
             self.events.append("synchronize")
 
-        with mock.patch.object(torch.accelerator, "synchronize", wait), mock.patch.object(torch.cuda, "synchronize", wait):
+        stream = SimpleNamespace(synchronize=wait)
+        with mock.patch.object(torch.accelerator, "synchronize", wait), mock.patch.object(torch.cuda, "synchronize", wait), \
+                mock.patch.object(torch.accelerator, "current_stream", lambda *args, **kwargs: stream), \
+                mock.patch.object(torch.cuda, "current_stream", lambda *args, **kwargs: stream):
             yield self
 
 

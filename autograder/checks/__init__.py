@@ -17,9 +17,10 @@ The helpers live by what they inspect:
 # `_fail` stays in this namespace: a submission that replaces `checks._fail` is one of the forgeries the
 # grader must catch (course/corpus/forgeries.toml); the other private helpers live only in their modules.
 from .core import call, _fail, KNOWN_ERRORS
-from .tensors import (assert_batch_moved, assert_batch_unchanged, batch_items, assert_device, assert_device_choice,
-    assert_dtype, assert_grad_connected, assert_grad_left_off, assert_is, assert_leaf, assert_random,
-    assert_requires_grad, assert_shape, assert_standard_normal, assert_tensor, assert_torch_device, assert_values)
+from .tensors import (assert_argument_kept, assert_batch_moved, assert_batch_unchanged, batch_items, assert_device,
+    assert_device_choice, assert_draws_differ, assert_dtype, assert_grad_connected, assert_grad_left_off, assert_is,
+    assert_leaf, assert_one_per_batch, assert_random, assert_requires_grad, assert_shape, assert_standard_normal, assert_tensor,
+    assert_torch_device, assert_values)
 from .modules import (assert_audit, assert_buffer, assert_eval, assert_fixed_tensor, assert_modes,
     assert_module, assert_module_on, assert_none, assert_raises, assert_state_unchanged, assert_stripped,
     assert_structure, submodule_paths)

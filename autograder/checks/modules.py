@@ -63,7 +63,8 @@ def assert_structure(model, before, what):
 
 
 def assert_buffer(module, name, what, persistent):
-    """`module.<name>` is a registered buffer, saved in `state_dict()` exactly when `persistent`."""
+    """`module.<name>` is a registered buffer that autograd does not track, saved in `state_dict()` exactly
+    when `persistent`."""
     __tracebackhide__ = True
     if name in module._parameters:
         found = text("kind_parameter")
@@ -75,6 +76,8 @@ def assert_buffer(module, name, what, persistent):
         found = text("kind_missing")
     if found is not None:
         _fail("not_a_buffer", what=what, name=name, found=found)
+    if module._buffers[name] is not None and module._buffers[name].requires_grad:
+        _fail("buffer_requires_grad", what=what, name=name)
     if (name in module.state_dict()) != persistent:
         _fail("persistent_buffer", what=what, name=name)
 

@@ -88,6 +88,28 @@ def assert_random(t, what):
         _fail("not_random", what=what, value=f"{values[0].item():g}")
 
 
+def assert_draws_differ(first, second, what):
+    """Two calls drew different values: noise that repeats from call to call was seeded inside the function
+    (which also resets the caller's random stream). Skipped where there is no data."""
+    __tracebackhide__ = True
+    assert_tensor(first, what)
+    assert_tensor(second, what)
+    if not (has_data(_device_of(first)) and has_data(_device_of(second))) or first.shape != second.shape:
+        return
+    if bool(torch.equal(first.detach(), second.detach())):
+        _fail("same_draw_twice", what=what)
+
+
+def assert_argument_kept(original, before, what):
+    """The caller's tensor `original` still holds what `before` (a copy taken before the call) held: its
+    device, dtype and values; the function made its result without writing into its argument."""
+    __tracebackhide__ = True
+    if _device_of(original) != _device_of(before) or _dtype_of(original) != _dtype_of(before):
+        _fail("changed_argument", what=what)
+    if has_data(_device_of(original)) and not torch.equal(original.detach(), before):
+        _fail("changed_argument", what=what)
+
+
 def assert_standard_normal(t, what):
     """Values that look drawn from N(0, 1): mean and standard deviation within 0.1 of 0 and 1, ten standard
     errors at 10⁴ values, so a right answer fails about never; uniform `rand` (std 0.29), a constant, an
@@ -185,6 +207,13 @@ def assert_batch_moved(result, original, device, what, depth=0):
             assert_batch_moved(got, want, device, f"{what}[{index}]", depth + 1)
     elif not (result is original or result == original):
         _fail("leaf_changed", what=what, expected=repr(original), found=repr(result))
+
+
+def assert_one_per_batch(outputs, batches, what):
+    """As many outputs as batches: the function went through every batch before it returned."""
+    __tracebackhide__ = True
+    if len(outputs) != len(batches):
+        _fail("outputs_per_batch", what=what, expected=len(batches), found=len(outputs))
 
 
 def batch_items(batch):
