@@ -184,7 +184,7 @@ def processes_of(root: Path, tag: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def graded(grader, course, course_folder):
+def graded(grader, course, course_folder, tmp_path_factory):
     root = course_folder(ASSIGNMENT, "untrusted", config=TEST_LIMITS)
     listener, tag = Listener(), f"course-attack-{uuid.uuid4().hex[:12]}"
     for student in CONTROLS:
