@@ -239,6 +239,7 @@ def _caller(cell, namespace, writer, names, solutions=()):
         students = [namespace[name] for name in names]
         core.boundary = boundary.Recorder(writer, students)
         core.boundary.send_names(names)
+        boundary.same_draws()
         _test(cell, dict(namespace))
     finally:
         os._exit(0)
@@ -366,10 +367,13 @@ def _judge(cell, namespace, writer, calls):
         from . import boundary
         from .checks import core
 
-        names = boundary.read_names(calls)
-        if names is None:  # the program ended before this test: the student's code ended it
+        start = boundary.read_names(calls)
+        if start is None:  # the program ended before this test: the student's code ended it
             result = {"passed": False, "key": "verdict_program_lost"}
         else:
+            names, settings = start
+            boundary.take_torch_settings(settings)  # the test's tensors made as in the student's kernel
+            boundary.same_draws()
             judged = _judged(namespace, names)
             core.boundary = boundary.Judge(calls, [judged[name] for name in names if name in judged])
             result = _test(cell, judged)

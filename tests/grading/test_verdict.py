@@ -29,7 +29,8 @@ CONTROL = "aaa-control"
 
 # ------------------------------------------------------------------ the program as the student ran it
 
-DOUBLE_TEST = ("from autograder import checks\nx = torch.arange(3.0)\n"
+# x is drawn, unseeded, as the assignments' tests draw theirs: the caller and the judge must draw the same
+DOUBLE_TEST = ("from autograder import checks\nx = torch.randn(3)\n"
                "checks.assert_values(checks.call('double(x)', double, x), 2 * x, 'double(x)')")
 
 
@@ -65,6 +66,15 @@ ORDINARY = {
                            "    pass\ndef double(x):\n    return 2 * x\ndouble(torch.ones(1))",
     "availability-at-definition": "ON_GPU = torch.cuda.is_available()\ndef double(x):\n"
                                   "    return (2 * x).to('cuda' if ON_GPU else x.device)",
+    # global state of PyTorch an ordinary notebook sets (issue 41, attack-41): the test cell runs with it
+    "seed-at-the-top": "torch.manual_seed(42)  # reproducible\ndef double(x):\n    return 2 * x",
+    "smoke-test-that-draws": "def double(x):\n    return 2 * x\nprint(double(torch.randn(1, 3)))",
+    "default-dtype-float64": "torch.set_default_dtype(torch.float64)  # precise by default\n"
+                             "def double(x):\n    return 2 * x",
+    "grad-mode-off": "torch.set_grad_enabled(False)  # inference only\ndef double(x):\n    return 2 * x",
+    "deterministic-and-printoptions": "torch.use_deterministic_algorithms(True)\n"
+                                      "torch.set_printoptions(precision=2, sci_mode=False)\n"
+                                      "def double(x):\n    return 2 * x",
 }
 
 
