@@ -51,7 +51,7 @@ import io
 import os
 import re
 import struct
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 from collections.abc import Mapping, MutableMapping, MutableSequence
 
 import numpy
@@ -75,6 +75,16 @@ NAMES_LIMIT = 10_000  # names of the student's program the judge makes stubs for
 _HEADER = struct.Struct("<Q")
 _CONTAINERS = {"list": list, "tuple": tuple, "dict": dict, "OrderedDict": OrderedDict}
 _CONSTANTS = (type(None), bool, int, float, str)
+
+
+def _container_kind(kind) -> str | None:
+    """Which of `_CONTAINERS` the judge rebuilds a container of type `kind` as: its own, or for a subclass
+    (a `defaultdict`, a dict of the student's, a namedtuple) the nearest one it derives from, under its own
+    name (`_container`), so that what `isinstance(result, dict)` says in the kernel it says in the judge."""
+    if kind in _CONTAINERS.values():
+        return kind.__name__
+    return next((name for name, base in _CONTAINERS.items() if issubclass(kind, base)
+                 and not (base is dict and issubclass(kind, OrderedDict))), None)
 
 
 # what makes running a module run code of the student's, besides a class of the student's
@@ -463,7 +473,7 @@ def _count(counted, result):
 def _leaves(value, depth=0) -> list:
     """What a result holds, in its order: the result itself, or the leaves of the containers the judge
     rebuilds as they are (so the caller and the judge find the same leaves)."""
-    if depth < DEPTH_LIMIT and (type(value) in _CONTAINERS.values()
+    if depth < DEPTH_LIMIT and (_container_kind(type(value)) is not None
                                 or isinstance(value, tuple) and hasattr(type(value), "_fields")):
         items = value.values() if isinstance(value, Mapping) else value
         return [leaf for item in items for leaf in _leaves(item, depth + 1)]
@@ -577,13 +587,15 @@ def encode(value, known, payloads, sent=None, depth=0):
                      for k, v in items]
         else:
             parts = [encode(v, known, payloads, sent, depth + 1) for v in items]
-        kind = type(value).__name__ if type(value) in _CONTAINERS.values() else None
+        kind = _container_kind(type(value))
         known_type = _type_index(type(value), known)
         if kind is None and known_type is None and sent is not None:
             sent[id(value)] = value
         shape = "mapping" if isinstance(value, Mapping) else "sequence"
+        fields = list(type(value)._fields) if isinstance(value, tuple) and hasattr(type(value), "_fields") else None
         return {"kind": "container", "type": kind, "known_type": known_type, "same": known.index(value),
-                "shape": shape, "items": parts, "name": type(value).__qualname__}
+                "shape": shape, "items": parts, "name": type(value).__qualname__,
+                "subclass": kind is not None and type(value) is not _CONTAINERS[kind], "fields": fields}
     if sent is not None:
         sent[id(value)] = value
     return {"kind": "other", "name": type(value).__qualname__}
@@ -815,7 +827,7 @@ def _container(node, known, payloads):
     if node.get("known_type") is not None:
         kind = known.types[node["known_type"]]
     elif node.get("type") in _CONTAINERS:
-        kind = _CONTAINERS[node["type"]]
+        kind = _subclass(node) if node.get("subclass") is True else _CONTAINERS[node["type"]]
     else:
         return opaque(node.get("name"))()
     if node.get("same") is not None:  # an argument returned: the judge's own, changed as the caller's was
@@ -903,6 +915,25 @@ def _identifier(name) -> str:
 
 
 _OPAQUE = {}
+_SUBCLASSES = {name: {} for name in _CONTAINERS}
+_NAMEDTUPLES = {}
+FIELDS_LIMIT = 64  # fields of a namedtuple the judge makes
+
+
+def _subclass(node):
+    """The judge's type for a container of a subclass: a namedtuple of the same name and fields, or a plain
+    subclass of its base named as the student's (for a diagnostic), none of the student's code in it."""
+    fields = node.get("fields")
+    if node["type"] == "tuple" and isinstance(fields, list):
+        if not (0 < len(fields) <= FIELDS_LIMIT and all(isinstance(f, str) and f.isidentifier()
+                                                        and not f.startswith("_") for f in fields)):
+            raise TypeError("not a namedtuple's fields")
+        name = _identifier(str(node.get("name")).rpartition(".")[2])
+        key = (name, tuple(fields))
+        if key not in _NAMEDTUPLES:
+            _NAMEDTUPLES[key] = namedtuple(name, fields)
+        return _NAMEDTUPLES[key]
+    return _named_type(_SUBCLASSES[node["type"]], node.get("name"), (_CONTAINERS[node["type"]],), {})
 
 
 def opaque(name):
