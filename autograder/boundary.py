@@ -51,7 +51,7 @@ import io
 import os
 import re
 import struct
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 from collections.abc import Mapping, MutableMapping, MutableSequence
 
 import numpy
@@ -75,6 +75,16 @@ NAMES_LIMIT = 10_000  # names of the student's program the judge makes stubs for
 _HEADER = struct.Struct("<Q")
 _CONTAINERS = {"list": list, "tuple": tuple, "dict": dict, "OrderedDict": OrderedDict}
 _CONSTANTS = (type(None), bool, int, float, str)
+
+
+def _container_kind(kind) -> str | None:
+    """Which of `_CONTAINERS` the judge rebuilds a container of type `kind` as: its own, or for a subclass
+    (a `defaultdict`, a dict of the student's, a namedtuple) the nearest one it derives from, under its own
+    name (`_container`), so that what `isinstance(result, dict)` says in the kernel it says in the judge."""
+    if kind in _CONTAINERS.values():
+        return kind.__name__
+    return next((name for name, base in _CONTAINERS.items() if issubclass(kind, base)
+                 and not (base is dict and issubclass(kind, OrderedDict))), None)
 
 
 # what makes running a module run code of the student's, besides a class of the student's
@@ -168,8 +178,9 @@ class Recorder(_Side):
         return result
 
     def send_names(self, names):
-        """The first frame: the names the judge makes stubs for (autograder/verdict.py)."""
-        self._send({"names": list(names)})
+        """The first frame: the names the judge makes stubs for (autograder/verdict.py), and the global
+        settings of PyTorch the student's cells left, which the judge takes (`torch_settings`)."""
+        self._send({"names": list(names), "settings": torch_settings()})
 
     def _carries_code(self, module) -> bool:
         return (any(getattr(module, hooks, None) for hooks in _HOOKS) or "forward" in vars(module)
@@ -333,20 +344,79 @@ def _traceback_lines(error, limit=8) -> list[str]:
     return [linecache.getline(frame.filename, frame.lineno).strip()[:LINE_LIMIT] for frame in frames]
 
 
-def read_names(fd) -> list[str] | None:
-    """In the judge: the first frame of the caller, the student's names; None when there is none (the
-    program ended first)."""
+def read_names(fd) -> tuple[list[str], dict] | None:
+    """In the judge: the first frame of the caller, the student's names and the caller's PyTorch settings
+    (`torch_settings`); None when there is none (the program ended first)."""
     try:
         frame = read_frame(fd)
     except ValueError:  # whatever the program wrote, it is not the names
-        return []
+        return [], {}
     if frame is None:
         return None
-    names = frame.get("names")
+    names, settings = frame.get("names"), frame.get("settings")
     if not isinstance(names, list):
-        return []
-    return [name for name in names[:NAMES_LIMIT] if isinstance(name, str) and name.isidentifier()
-            and not name.startswith("__")]
+        return [], {}
+    return ([name for name in names[:NAMES_LIMIT] if isinstance(name, str) and name.isidentifier()
+             and not name.startswith("__")], settings if isinstance(settings, dict) else {})
+
+
+# The global settings of PyTorch that decide how a test cell makes and prints its own tensors, which a
+# student's cell may change as any notebook does (`torch.set_default_dtype(torch.float64)`,
+# `torch.set_grad_enabled(False)`, ...). In the student's kernel the test cell runs with them, expected
+# values included, so the judge takes the caller's: what it makes is what the kernel's test made. They are
+# a few closed values a student's cell may set honestly anyway, so a caller that misreports them buys
+# nothing it could not have set. The default device is not among them: the program runs on a CPU machine,
+# where any other (`meta`) makes the judge's checks of values vacuous.
+_DEFAULT_DTYPES = ("float32", "float64", "float16", "bfloat16")
+_PRINT_OPTIONS = {"precision": int, "threshold": (int, float), "edgeitems": int, "linewidth": int}
+
+
+def torch_settings() -> dict:
+    """In the caller, before the test cell: PyTorch's global settings there, as data."""
+    from torch._tensor_str import PRINT_OPTS
+
+    return {"default_dtype": str(torch.get_default_dtype()).removeprefix("torch."),
+            "grad_enabled": torch.is_grad_enabled(),
+            "deterministic": torch.are_deterministic_algorithms_enabled(),
+            "deterministic_warn_only": torch.is_deterministic_algorithms_warn_only_enabled(),
+            "print": {name: getattr(PRINT_OPTS, name) for name in [*_PRINT_OPTIONS, "sci_mode"]}}
+
+
+def take_torch_settings(settings):
+    """In the judge: the caller's settings (`torch_settings`), each only if it is one PyTorch accepts."""
+    if settings.get("default_dtype") in _DEFAULT_DTYPES:
+        torch.set_default_dtype(getattr(torch, settings["default_dtype"]))
+    if type(settings.get("grad_enabled")) is bool:
+        torch.set_grad_enabled(settings["grad_enabled"])
+    if type(settings.get("deterministic")) is bool:
+        warn_only = settings.get("deterministic_warn_only") is True
+        torch.use_deterministic_algorithms(settings["deterministic"], warn_only=warn_only)
+    printed = settings.get("print")
+    if isinstance(printed, dict):
+        options = {name: value for name, value in printed.items()
+                   if name in _PRINT_OPTIONS and type(value) in _as_tuple(_PRINT_OPTIONS[name]) and value >= 0}
+        if printed.get("sci_mode") in (None, True, False):
+            options["sci_mode"] = printed.get("sci_mode")
+        torch.set_printoptions(**options)
+
+
+def _as_tuple(kinds) -> tuple:
+    return kinds if isinstance(kinds, tuple) else (kinds,)
+
+
+TEST_SEED = 20260  # every test cell's random numbers, on both sides
+
+
+def same_draws():
+    """Seed the random number generators a test cell draws from, the same in the caller and in the judge
+    (each forked from a process whose draws differ: the program ran the student's cells, the judge's
+    parent did not), so that the cell's unseeded tensors are the same on both sides. A right answer passes
+    on any draws; the student's own seed (`torch.manual_seed(42)` in a cell) decides nothing here."""
+    import random
+
+    torch.manual_seed(TEST_SEED)
+    random.seed(TEST_SEED)
+    numpy.random.seed(TEST_SEED)
 
 
 def _paths(args, kwargs) -> list[str]:
@@ -403,7 +473,7 @@ def _count(counted, result):
 def _leaves(value, depth=0) -> list:
     """What a result holds, in its order: the result itself, or the leaves of the containers the judge
     rebuilds as they are (so the caller and the judge find the same leaves)."""
-    if depth < DEPTH_LIMIT and (type(value) in _CONTAINERS.values()
+    if depth < DEPTH_LIMIT and (_container_kind(type(value)) is not None
                                 or isinstance(value, tuple) and hasattr(type(value), "_fields")):
         items = value.values() if isinstance(value, Mapping) else value
         return [leaf for item in items for leaf in _leaves(item, depth + 1)]
@@ -517,13 +587,15 @@ def encode(value, known, payloads, sent=None, depth=0):
                      for k, v in items]
         else:
             parts = [encode(v, known, payloads, sent, depth + 1) for v in items]
-        kind = type(value).__name__ if type(value) in _CONTAINERS.values() else None
+        kind = _container_kind(type(value))
         known_type = _type_index(type(value), known)
         if kind is None and known_type is None and sent is not None:
             sent[id(value)] = value
         shape = "mapping" if isinstance(value, Mapping) else "sequence"
+        fields = list(type(value)._fields) if isinstance(value, tuple) and hasattr(type(value), "_fields") else None
         return {"kind": "container", "type": kind, "known_type": known_type, "same": known.index(value),
-                "shape": shape, "items": parts, "name": type(value).__qualname__}
+                "shape": shape, "items": parts, "name": type(value).__qualname__,
+                "subclass": kind is not None and type(value) is not _CONTAINERS[kind], "fields": fields}
     if sent is not None:
         sent[id(value)] = value
     return {"kind": "other", "name": type(value).__qualname__}
@@ -755,7 +827,7 @@ def _container(node, known, payloads):
     if node.get("known_type") is not None:
         kind = known.types[node["known_type"]]
     elif node.get("type") in _CONTAINERS:
-        kind = _CONTAINERS[node["type"]]
+        kind = _subclass(node) if node.get("subclass") is True else _CONTAINERS[node["type"]]
     else:
         return opaque(node.get("name"))()
     if node.get("same") is not None:  # an argument returned: the judge's own, changed as the caller's was
@@ -843,6 +915,25 @@ def _identifier(name) -> str:
 
 
 _OPAQUE = {}
+_SUBCLASSES = {name: {} for name in _CONTAINERS}
+_NAMEDTUPLES = {}
+FIELDS_LIMIT = 64  # fields of a namedtuple the judge makes
+
+
+def _subclass(node):
+    """The judge's type for a container of a subclass: a namedtuple of the same name and fields, or a plain
+    subclass of its base named as the student's (for a diagnostic), none of the student's code in it."""
+    fields = node.get("fields")
+    if node["type"] == "tuple" and isinstance(fields, list):
+        if not (0 < len(fields) <= FIELDS_LIMIT and all(isinstance(f, str) and f.isidentifier()
+                                                        and not f.startswith("_") for f in fields)):
+            raise TypeError("not a namedtuple's fields")
+        name = _identifier(str(node.get("name")).rpartition(".")[2])
+        key = (name, tuple(fields))
+        if key not in _NAMEDTUPLES:
+            _NAMEDTUPLES[key] = namedtuple(name, fields)
+        return _NAMEDTUPLES[key]
+    return _named_type(_SUBCLASSES[node["type"]], node.get("name"), (_CONTAINERS[node["type"]],), {})
 
 
 def opaque(name):

@@ -29,6 +29,7 @@ call's diagnostic is the judge's own, from its own label (`what`), and an error 
 raised is shown by its type and the words of PyTorch's known errors only (README, "Threat model").
 """
 import ast
+import asyncio
 import builtins
 import contextlib
 import ctypes
@@ -135,6 +136,11 @@ def _program(cells, writers, go, timeout):
         from .boundary import read_exactly
 
         shell, bound = _shell(), {}
+        # as ipykernel does: the notebook's folder (here the program's own, where `%%writefile` writes) first
+        # on sys.path, and every cell run inside a running event loop (top-level `await`, create_task)
+        sys.path.insert(0, "")
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
         integrity.start_grading()  # what the kernel checks after every cell, this shell checks too
         bound.update(shell.user_ns)
         callers = iter(writers)
@@ -164,7 +170,7 @@ def _program(cells, writers, go, timeout):
             signal.alarm(timeout)  # as the kernel's cell timeout interrupts a cell
             try:
                 with machine:
-                    shell.run_cell(cell["source"], store_history=False)
+                    _run_cell(shell, loop, cell["source"])
             except BaseException:  # noqa: BLE001: an interrupt between two statements of the shell
                 pass
             finally:
@@ -176,6 +182,16 @@ def _program(cells, writers, go, timeout):
             pass
     finally:
         os._exit(0)
+
+
+def _run_cell(shell, loop, source):
+    """Run one cell as ipykernel does: transformed (magics), then inside the running event `loop`."""
+    try:
+        transformed, error = shell.transform_cell(source), None
+    except Exception:  # noqa: BLE001: the shell shows it, as the kernel does
+        transformed, error = source, sys.exc_info()
+    loop.run_until_complete(shell.run_cell_async(source, store_history=False, transformed_cell=transformed,
+                                                 preprocessing_exc_tuple=error))
 
 
 def _own_folder():
@@ -239,6 +255,7 @@ def _caller(cell, namespace, writer, names, solutions=()):
         students = [namespace[name] for name in names]
         core.boundary = boundary.Recorder(writer, students)
         core.boundary.send_names(names)
+        boundary.same_draws()
         _test(cell, dict(namespace))
     finally:
         os._exit(0)
@@ -366,10 +383,13 @@ def _judge(cell, namespace, writer, calls):
         from . import boundary
         from .checks import core
 
-        names = boundary.read_names(calls)
-        if names is None:  # the program ended before this test: the student's code ended it
+        start = boundary.read_names(calls)
+        if start is None:  # the program ended before this test: the student's code ended it
             result = {"passed": False, "key": "verdict_program_lost"}
         else:
+            names, settings = start
+            boundary.take_torch_settings(settings)  # the test's tensors made as in the student's kernel
+            boundary.same_draws()
             judged = _judged(namespace, names)
             core.boundary = boundary.Judge(calls, [judged[name] for name in names if name in judged])
             result = _test(cell, judged)

@@ -75,8 +75,15 @@ def assert_values(t, expected, what, atol=0.0, key="wrong_values"):
         _fail(key, what=what, diff=f"{largest:.3g}")
 
 
+# From this many values assert_random also refuses a pattern: values in sorted order (2 / 12! ≈ 4e-9 for
+# random ones) or evenly spaced once sorted (every gap within 2 % of the mean gap: about 1e-15)
+PATTERN_FROM = 12
+
+
 def assert_random(t, what):
-    """Not one value repeated everywhere (the text asks for random values); skipped where there is no data."""
+    """Not one value repeated everywhere, and from PATTERN_FROM values not a pattern (`torch.linspace`,
+    `torch.arange`, any sorted fill), which a random draw makes about never (the text asks for random
+    values); skipped where there is no data."""
     __tracebackhide__ = True
     assert_tensor(t, what)
     if not has_data(_device_of(t)) or t.numel() < 2:
@@ -86,6 +93,21 @@ def assert_random(t, what):
         _fail("not_finite", what=what)
     if bool((values == values[0]).all()):
         _fail("not_random", what=what, value=f"{values[0].item():g}")
+    if values.numel() >= PATTERN_FROM and (_sorted(values) or _evenly_spaced(values)):
+        _fail("not_random_pattern", what=what)
+
+
+def _sorted(values) -> bool:
+    steps = values.double().diff()
+    return bool((steps >= 0).all() or (steps <= 0).all())
+
+
+def _evenly_spaced(values) -> bool:
+    """The sorted values' gaps all within 2 % of their mean, give or take the dtype's rounding."""
+    ordered = values.double().sort().values
+    gaps = ordered.diff()
+    rounding = 2 * torch.finfo(values.dtype).eps * ordered.abs().max() if values.is_floating_point() else 0
+    return bool(((gaps - gaps.mean()).abs() <= 0.02 * gaps.mean() + rounding).all())
 
 
 def assert_draws_differ(first, second, what):

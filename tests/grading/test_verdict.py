@@ -29,14 +29,17 @@ CONTROL = "aaa-control"
 
 # ------------------------------------------------------------------ the program as the student ran it
 
-DOUBLE_TEST = ("from autograder import checks\nx = torch.arange(3.0)\n"
+# x is drawn, unseeded, as the assignments' tests draw theirs: the caller and the judge must draw the same
+DOUBLE_TEST = ("from autograder import checks\nx = torch.randn(3)\n"
                "checks.assert_values(checks.call('double(x)', double, x), 2 * x, 'double(x)')")
 
 
 def decided(answer, tests=1, **settings) -> dict:
-    """The verdict's records for a notebook of one answer cell and `tests` copies of DOUBLE_TEST."""
-    cells = [{"kind": "trusted", "source": "import torch", "grade_id": "imports"},
-             {"kind": "student", "source": answer, "grade_id": "answer"}]
+    """The verdict's records for a notebook of one answer cell (or a list of them, in order) and `tests`
+    copies of DOUBLE_TEST."""
+    cells = [{"kind": "trusted", "source": "import torch", "grade_id": "imports"}]
+    cells += [{"kind": "student", "source": source, "grade_id": f"answer{k}"}
+              for k, source in enumerate(answer if isinstance(answer, list) else [answer])]
     cells += [{"kind": "test", "source": DOUBLE_TEST, "grade_id": f"double{i}", "visible": DOUBLE_TEST}
               for i in range(tests)]
     return DecideGrades(**settings).verdict(cells)
@@ -65,6 +68,21 @@ ORDINARY = {
                            "    pass\ndef double(x):\n    return 2 * x\ndouble(torch.ones(1))",
     "availability-at-definition": "ON_GPU = torch.cuda.is_available()\ndef double(x):\n"
                                   "    return (2 * x).to('cuda' if ON_GPU else x.device)",
+    # global state of PyTorch an ordinary notebook sets (issue 41, attack-41): the test cell runs with it
+    "seed-at-the-top": "torch.manual_seed(42)  # reproducible\ndef double(x):\n    return 2 * x",
+    "smoke-test-that-draws": "def double(x):\n    return 2 * x\nprint(double(torch.randn(1, 3)))",
+    "default-dtype-float64": "torch.set_default_dtype(torch.float64)  # precise by default\n"
+                             "def double(x):\n    return 2 * x",
+    "grad-mode-off": "torch.set_grad_enabled(False)  # inference only\ndef double(x):\n    return 2 * x",
+    # as a kernel runs a notebook: its folder first on sys.path, every cell inside a running event loop
+    "helper-module-written-with-writefile": ["%%writefile double_helpers.py\ndef twice(x):\n    return 2 * x",
+                                             "from double_helpers import twice\ndef double(x):\n    return twice(x)"],
+    "task-on-the-running-loop": "import asyncio\nasync def warm_up():\n    await asyncio.sleep(0)\n"
+                                "warming = asyncio.create_task(warm_up())\ndef double(x):\n    return 2 * x",
+    "top-level-await": "import asyncio\nawait asyncio.sleep(0)\ndef double(x):\n    return 2 * x",
+    "deterministic-and-printoptions": "torch.use_deterministic_algorithms(True)\n"
+                                      "torch.set_printoptions(precision=2, sci_mode=False)\n"
+                                      "def double(x):\n    return 2 * x",
 }
 
 

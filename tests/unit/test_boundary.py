@@ -8,7 +8,7 @@ import copy
 import io
 import os
 import pickle
-from collections import OrderedDict, namedtuple
+from collections import OrderedDict, defaultdict, namedtuple
 
 import pytest
 import torch
@@ -136,14 +136,49 @@ def test_a_container_argument_returned_is_the_judges_own_changed_as_the_callers_
 
 
 def test_an_object_the_judge_cannot_rebuild_stays_an_opaque_stand_in_named_as_the_students(pipe):
-    class Everything(list):
+    class Everything:
         def __contains__(self, name):
             return True
 
-    back = sealed(pipe, lambda: Everything([1]))
-    assert type(back).__name__ == "Everything" and not isinstance(back, list)
+    back = sealed(pipe, lambda: Everything())
+    assert type(back).__name__ == "Everything"
     with pytest.raises(TypeError):
         "anything" in back
+
+
+class LoaderOptions(dict):
+    __getattr__ = dict.__getitem__
+
+
+class Everything(list):
+    def __contains__(self, name):
+        return True
+
+
+Point = namedtuple("Point", ["x", "y"])
+
+# A container of a subclass (a defaultdict, a dict or list of the student's, their own namedtuple) is what
+# its base is in the kernel (`isinstance(kwargs, dict)`): the judge rebuilds it as that base, named as the
+# student's for a diagnostic, with its items and none of the student's methods (issue 41, attack-41).
+SUBCLASSES = {
+    "defaultdict": (lambda: defaultdict(bool, pin_memory=True), dict, {"pin_memory": True}),
+    "dict-subclass": (lambda: LoaderOptions(pin_memory=False), dict, {"pin_memory": False}),
+    "list-subclass": (lambda: Everything([1]), list, [1]),
+    "namedtuple": (lambda: Point(1, torch.ones(1)), tuple, (1, torch.ones(1))),
+}
+
+
+@pytest.mark.parametrize("made, base, items", SUBCLASSES.values(), ids=SUBCLASSES.keys())
+def test_a_container_of_a_subclass_is_its_base_in_the_judge_named_as_the_students(pipe, made, base, items):
+    made_here = made()
+    back = sealed(pipe, made)
+    assert isinstance(back, base) and type(back).__name__ == type(made_here).__name__
+    assert type(back) is not type(made_here)  # the judge's own type: none of the student's code
+    assert list(back.items() if isinstance(back, dict) else back)[:1] == list(
+        items.items() if isinstance(items, dict) else items)[:1]
+    assert "anything" not in back
+    if isinstance(made_here, Point):
+        assert back.x == 1 and torch.equal(back.y, torch.ones(1))
 
 
 def test_a_tensor_computed_from_an_argument_stays_connected_to_it(pipe):

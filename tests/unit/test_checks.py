@@ -136,6 +136,42 @@ def test_values_are_compared_where_they_exist():
     checks.assert_values(torch.ones(0), torch.ones(0), "x")  # nothing to compare is no difference
 
 
+# Right answers that draw (issue 41): a pattern check must never refuse them, on any seed; and wrong ones that
+# fill a pattern (attack-41's make_weight from torch.linspace) that it must refuse.
+DRAWN = {
+    "randn": lambda n: torch.randn(n),
+    "rand": lambda n: torch.rand(n),
+    "normal_": lambda n: torch.empty(n).normal_(),
+    "kaiming_uniform_": lambda n: nn.init.kaiming_uniform_(torch.empty(n, 1)),
+    "xavier_normal_": lambda n: nn.init.xavier_normal_(torch.empty(1, n)),
+    "randn-float16": lambda n: torch.randn(n, dtype=torch.float16),
+    "randn-bfloat16": lambda n: torch.randn(n, dtype=torch.bfloat16),
+    "randn-float64": lambda n: torch.randn(n, dtype=torch.float64),
+}
+PATTERNS = {
+    "linspace": lambda n: torch.linspace(-1, 1, n),
+    "linspace-bfloat16": lambda n: torch.linspace(-1, 1, n, dtype=torch.bfloat16),
+    "arange": lambda n: torch.arange(float(n)) / n,
+    "shuffled-linspace": lambda n: torch.linspace(-1, 1, n)[torch.randperm(n)],
+    "sorted-randn": lambda n: torch.randn(n).sort().values,
+    "descending-rand": lambda n: torch.rand(n).sort(descending=True).values,
+}
+
+
+@pytest.mark.parametrize("draw", DRAWN.values(), ids=DRAWN.keys())
+def test_a_random_draw_is_never_taken_for_a_pattern(draw):
+    for seed in range(300):
+        torch.manual_seed(seed)
+        for n in (12, 16, 64):
+            checks.assert_random(draw(n), "w")
+
+
+@pytest.mark.parametrize("fill", PATTERNS.values(), ids=PATTERNS.keys())
+def test_a_pattern_is_not_random(fill):
+    fails_showing("not_random_pattern", dict(what="w"), checks.assert_random, fill(16), "w")
+    checks.assert_random(fill(3), "w")  # too few values to tell a pattern from a draw
+
+
 def test_random_values_are_told_from_a_constant_fill():
     checks.assert_random(torch.randn(8), "w")
     checks.assert_random(torch.tensor([0.0, 0.0, 1.0]), "w")  # one value differs: not a constant fill
