@@ -6,7 +6,6 @@ The forgeries are data (course/corpus/forgeries.toml); each class of them is gra
 `nbgrader autograde` and by `course grade`, and every test cell's points are asserted.
 """
 import base64
-import os
 import logging
 import sys
 import time

@@ -304,7 +304,7 @@ PartitionName=grading Nodes=course-node Default=YES MaxTime=INFINITE State=UP
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_slurm_array_grades_the_class_into_postgresql(slurm, postgres, demo, tmp_path_factory):
+def test_slurm_array_grades_the_class_into_postgresql(slurm, postgres, demo, course_folder):
     """deploy/slurm/grade-array.sbatch submitted as a two-task array to a real (one-node) Slurm cluster,
     then `course merge`: every student graded once, into PostgreSQL, with the single run's grades."""
     import psycopg

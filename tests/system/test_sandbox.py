@@ -431,7 +431,7 @@ def test_where_groups_hold_the_grader_says_so_once_and_which(tmp_path, monkeypat
     with caplog.at_level(logging.INFO):
         for _ in range(2):
             box = sandbox.KernelSandbox(tmp_path, log=logging.getLogger("test"))
-            box.start(["/bin/true"], sandbox.environment())
+            box.start(["/bin/sleep", "30"], sandbox.environment())  # still running when the sandbox looks for it
             box.close()
     assert caplog.text.count(fingerprint("sandbox_group").en) == 1 and fingerprint("sandbox_group").zh in caplog.text
     from course.kernels import cgroups
