@@ -3,21 +3,22 @@
 In the verdict (autograder/verdict.py) every test cell runs twice, side by side:
 
 * the *caller*, forked from the verdict's program process (the student's notebook as it ran), runs the
-  cell with the student's namespace. Each `checks.call` runs the student's function there and sends what
-  it returned, as data, to the judge: tensors with their device, dtype, values and autograd state,
-  devices, dtypes, numbers, strings and containers. Then the caller goes on with the cell as written;
-* the *judge*, forked from the verdict's parent, which has run no student code, runs the same cell, where
+  cell's calls with the student's namespace (autograder/slicing.py: what calls the student's code and
+  what builds its arguments). Each `checks.call` runs the student's function there and sends what it
+  returned, as data, to the judge: tensors with their device, dtype, values and autograd state, devices,
+  dtypes, numbers, strings and containers. Then the caller goes on with the cell's next call;
+* the *judge*, forked from the verdict's parent, which has run no student code, runs the whole cell, where
   the student's functions are stubs that are never called: each `checks.call` reads the caller's next
   result instead, rebuilt from data alone, and every check of the cell runs on it. Only the judge's
   outcome is written to the grader. A call that failed in the caller is the judge's own diagnostic,
-  made from its own label and the error's kind and text (`_reported`): the caller ran the cell, so no
-  text it sends is shown as it is. A tensor argument changed in place fails the call (`ChangedArgument`).
+  made from its own label and the error's kind and text (`_reported`): the caller ran the cell's calls,
+  so no text it sends is shown as it is. A tensor argument changed in place fails the call (`ChangedArgument`).
 
 So a function body can do anything in the caller (patch the checks, write a forged record, exit) and
 still decide nothing: the judge reads its result with `torch.load(weights_only=True)`, PyTorch's
 loader for untrusted checkpoints, and rebuilds it from a closed set of kinds; an unreadable or missing
-result fails the call. Both children start from the same state, so the cell's own tensors are the
-same in both; the caller restores the random number generators after each student call, so that what
+result fails the call. Both children start from the same state (`same_draws`), and what only the judge
+runs keeps its random number generators (`judge_only`), so the cell's own tensors are the same in both; the caller restores the random number generators after each student call, so that what
 the student's code drew does not change the cell's later tensors.
 
 What the judge cannot see it is told: whether a returned tensor is a leaf, requires grad, or is
@@ -46,6 +47,7 @@ the student's code made, or a module that carries the student's code since a cal
 `forward`). Any other call (`DataLoader(dataset, **kwargs)` on the kwargs a student returned) runs on each
 side as it is, on what that side holds.
 """
+import contextlib
 import inspect
 import io
 import os
@@ -103,6 +105,7 @@ class _Side:
         self.fd = fd
         self.students = None if students is None else {id(f) for f in students}
         self.carrying = {}  # id → module
+        self.judge_only = 0  # inside how many statements that only the judge runs (judge_only)
 
     def crosses(self, function, known) -> bool:
         if self.students is None:
@@ -209,6 +212,8 @@ class Judge(_Side):
         known = Known((_owner(function), args), kwargs, self.opaque)
         if not self.crosses(function, known):
             return run(what, function, args, kwargs, then)
+        if self.judge_only:
+            raise JudgeOnlyCall(what)
         with _disable_current_modes():  # what rebuilding does is not the student's: no counter sees it
             report = self._receive(what)
         if report.get("what") != what:
@@ -404,19 +409,46 @@ def _as_tuple(kinds) -> tuple:
     return kinds if isinstance(kinds, tuple) else (kinds,)
 
 
-TEST_SEED = 20260  # every test cell's random numbers, on both sides
-
-
-def same_draws():
+def same_draws(seed):
     """Seed the random number generators a test cell draws from, the same in the caller and in the judge
     (each forked from a process whose draws differ: the program ran the student's cells, the judge's
     parent did not), so that the cell's unseeded tensors are the same on both sides. A right answer passes
-    on any draws; the student's own seed (`torch.manual_seed(42)` in a cell) decides nothing here."""
+    on any draws; the student's own seed (`torch.manual_seed(42)` in a cell) decides nothing here. The
+    verdict derives `seed` from the test cell's whole text (verdict._seed): no student knows it."""
     import random
 
-    torch.manual_seed(TEST_SEED)
-    random.seed(TEST_SEED)
-    numpy.random.seed(TEST_SEED)
+    torch.manual_seed(seed)
+    random.seed(seed)
+    numpy.random.seed(seed)
+
+
+class JudgeOnlyCall(BaseException):
+    """A statement the caller skips (autograder/slicing.py) called the student's code: the test cell's
+    mistake, which the instructor is told of. A BaseException, so that no `except Exception` of the cell
+    takes it for a student's error."""
+
+
+@contextlib.contextmanager
+def judge_only():
+    """Around each statement of a test cell that only the judge runs: the random number generators as they
+    were before it (the caller, which skips it, draws what comes next from the same state), and no call of
+    the student's code in it (JudgeOnlyCall)."""
+    import random
+
+    from .checks import core
+
+    python, legacy = random.getstate(), numpy.random.get_state()
+    side = core.boundary
+    with torch.random.fork_rng(devices=_cuda_devices()):
+        if side is not None:
+            side.judge_only += 1
+        try:
+            yield
+        finally:
+            if side is not None:
+                side.judge_only -= 1
+            random.setstate(python)
+            numpy.random.set_state(legacy)
 
 
 def _paths(args, kwargs) -> list[str]:

@@ -10,29 +10,36 @@ The submission runs in processes of their own, which can write nothing but data 
   own pipes) runs the whole notebook as the student's kernel ran it, every cell in order in an IPython
   shell, the instructor's cells and the student's, magics, module-level calls, loggers and patterns
   included; test cells aside. It runs no test: when the parent reaches a test cell, the program forks
-* a *caller* from its state at that cell. The caller runs the test cell with the student's namespace,
-  where the exercises judged before this one are the instructor's solutions (so that an answer that calls
-  an earlier one is judged on its own; the parent reads them only after the program is forked, and sends
-  each caller those of the earlier exercises alone); each `checks.call` there runs the student's function
-  and sends what it returned, as data, to
-* the *judge*, forked by the parent from the instructor's cells alone: it runs the same test cell, where
+* a *caller* from its state at that cell. The caller runs the test cell's calls (autograder/slicing.py:
+  each statement that calls the student's code and what builds its arguments, never a check nor what one
+  compares against) with the student's namespace, where the exercises judged before this one are the
+  instructor's solutions (so that an answer that calls an earlier one is judged on its own); each
+  `checks.call` there runs the student's function and sends what it returned, as data, to
+* the *judge*, forked by the parent from the instructor's cells alone: it runs the whole test cell, where
   the student's functions are stubs that are never called; each `checks.call` reads the caller's next
   result instead, rebuilt from data (autograder/boundary.py), and every check runs on it. The judge's
   outcome, a message key and typed fields, is the test cell's record; the parent renders its text.
+
+The parent reads the test cells' text, and the instructor's solutions, only after the program is forked
+(DecideGrades writes them beside the job), and sends each caller, when its test starts, its own cell's
+calls and the solutions of the exercises already judged: nothing else of them is ever in the memory of a
+process that runs student code.
 
 So no process that can write a record, or that a record is decided in, ever runs a line the student
 wrote: not a definition, not an import, not a method Python calls on the student's behalf. The parent
 keeps each test's time limit on its judge; DecideGrades keeps the verdict's as a whole, from outside the
 sandbox, so that no student process (they share the sandbox's user) can hold the grader by stopping the
-parent. The caller does see the test cell (it runs it), so nothing it sends is shown as it is: a failed
-call's diagnostic is the judge's own, from its own label (`what`), and an error the student's function
-raised is shown by its type and the words of PyTorch's known errors only (README, "Threat model").
+parent. The caller does see how the test builds its inputs (it runs that), so nothing it sends is shown as
+it is: a failed call's diagnostic is the judge's own, from its own label (`what`), and an error the
+student's function raised is shown by its type and the words of PyTorch's known errors only (README,
+"Threat model").
 """
 import ast
 import asyncio
 import builtins
 import contextlib
 import ctypes
+import hashlib
 import json
 import os
 import re
@@ -42,6 +49,7 @@ import struct
 import sys
 import time
 
+from . import slicing
 from .linux import close_all_but
 from .simulate import Machine, simulated_accelerator, simulated_machine
 
@@ -54,25 +62,27 @@ RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
 _LENGTH = struct.Struct("<I")  # of the solutions that follow a test cell's "g" to the program
 
 
-def run(cells, timeout, grader_fd, sandboxed=False, solutions=None):
+def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
     """Run the cells (see the module docstring); a JSON line on `grader_fd` first when the parent is ready
     (its own imports done), then one per test cell, or one naming the instructor's cell that failed here.
     `solutions`: a descriptor to read, once the program runs apart, the instructor's solutions that each
-    test cell's caller binds (DecideGrades.references); they never were in the program's memory."""
-    tests = [cell for cell in cells if cell["kind"] == "test"]
-    pipes = [os.pipe() for _ in tests]  # caller k → judge k
+    test cell's caller binds (DecideGrades.references); `tests`: one to read then the test cells' text (grade
+    id → {"source", "visible"}). Neither was ever in the program's memory; a test cell given in `cells`
+    with its "source" (the tests' own calls) is read from there."""
+    pipes = [os.pipe() for cell in cells if cell["kind"] == "test"]  # caller k → judge k
     go, start = os.pipe()  # the parent → the program: fork the caller of the next test cell
     spared = _processes() if sandboxed else set()  # the sandbox's init, its holder, this process
     from IPython.core import interactiveshell  # noqa: F401: imported once, here, for every program's shell
     program = _fork()
     if program == 0:
-        _program(cells, [writer for _, writer in pipes], go, timeout)  # never returns
+        _program([_without_text(cell) for cell in cells], [writer for _, writer in pipes], go, timeout)  # never returns
     spared.add(program)
     os.close(go)
     os.set_blocking(start, False)  # a program that stopped reading holds back only its own callers
     for _, writer in pipes:
         os.close(writer)
-    references = _read_solutions(solutions)
+    references = _read_json(solutions, [])
+    texts = _read_json(tests, {})
     own = [cell["source"] for cell in cells if cell["kind"] == "student"]  # what a diagnostic may quote
     recorded = set()  # the test cells whose records are written: their exercises' solutions may be sent
     _record(grader_fd, {"ready": True})
@@ -86,19 +96,42 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None):
                 break
         elif cell["kind"] == "test":
             reader = next(readers)
-            solved = json.dumps([s for s in references if recorded.issuperset(s["tests"])]).encode()
+            cell = {**cell, **texts.get(cell["grade_id"], {})}
             try:
-                os.write(start, b"g" + _LENGTH.pack(len(solved)) + solved)
+                sides = slicing.split(cell["source"])
+            except (SyntaxError, ValueError):  # the instructor's test cell, not the student's
+                _record(grader_fd, {"instructor_error": str(cell["grade_id"]), "error": "SyntaxError"})
+                break
+            seed = _seed(cell["source"])
+            solved = [s for s in references if recorded.issuperset(s["tests"])]
+            started = json.dumps({"source": sides.caller, "seed": seed, "solutions": solved}).encode()
+            try:
+                os.write(start, b"g" + _LENGTH.pack(len(started)) + started)
             except OSError:  # the program has ended or stopped reading: the judge reads no names, and says so
                 pass
-            result = run_test(cell, namespace, cell.get("timeout", timeout), reader, own)
+            result = run_test(cell, sides.judge, namespace, cell.get("timeout", timeout), reader, own, seed)
             os.close(reader)
             if sandboxed:
                 _end_stragglers(spared)
+            if result.pop("unsealed", False):  # the test cell calls the student's code where the caller does not
+                _record(grader_fd, {"instructor_error": str(cell["grade_id"]), "key": "verdict_test_cell_unsealed"})
+                break
             result["grade_id"] = cell["grade_id"]
             _record(grader_fd, result)
             recorded.add(cell["grade_id"])
     _kill(program)
+
+
+def _without_text(cell) -> dict:
+    """A cell as the program holds it: a test cell without its text (its caller gets its calls alone)."""
+    return {key: value for key, value in cell.items() if key not in ("source", "visible")} \
+        if cell["kind"] == "test" else cell
+
+
+def _seed(source) -> int:
+    """The seed of a test cell's random numbers, on both sides: from its whole text, so that it is the same
+    on every machine and every regrade, and known to no one who has not read the hidden tests."""
+    return int.from_bytes(hashlib.sha256(source.encode()).digest()[:4], "little")
 
 
 def _fork(tries=50) -> int:
@@ -151,17 +184,16 @@ def _program(cells, writers, go, timeout):
                 if os.read(go, 1) != b"g":
                     break
                 header = read_exactly(go, _LENGTH.size)
-                solved = read_exactly(go, _LENGTH.unpack(header)[0]) if header else None
-                if solved is None:
+                started = read_exactly(go, _LENGTH.unpack(header)[0]) if header else None
+                if started is None:
                     break
-                solutions = json.loads(solved)
                 if caller is not None:
                     _kill(caller)
                 writer = next(callers)
                 names = student_names(shell.user_ns, bound)
                 caller = _fork()
                 if caller == 0:
-                    _caller(cell, shell.user_ns, writer, names, solutions)  # never returns
+                    _caller(json.loads(started), shell.user_ns, writer, names)  # never returns
                 os.close(writer)
                 continue
             before = dict(shell.user_ns)
@@ -241,22 +273,29 @@ def student_names(namespace, bound) -> list[str]:
                   and bound.get(name, _MISSING) is not value)
 
 
-def _caller(cell, namespace, writer, names, solutions=()):
-    """In a caller forked from the program: the test cell runs with the student's namespace, and each
-    call of a student's function sends its result to the judge on `writer`. The exercises judged before
-    this one are the instructor's solutions here (`solutions`), so that a student's function that calls
-    one of them is judged on its own. Never returns."""
+def _caller(started, namespace, writer, names):
+    """In a caller forked from the program: the test cell's calls (`started["source"]`, slicing.split) run
+    with the student's namespace, inside a running event loop as a kernel's cells do, and each call of a
+    student's function sends its result to the judge on `writer`. The exercises judged before this one are
+    the instructor's solutions here (`started["solutions"]`), so that a student's function that calls one
+    of them is judged on its own. Never returns."""
     try:
         _only_descriptors([writer])
         from . import boundary
         from .checks import core
 
-        names = sorted({*names, *_bind_solutions(namespace, solutions)})
+        names = sorted({*names, *_bind_solutions(namespace, started["solutions"])})
         students = [namespace[name] for name in names]
         core.boundary = boundary.Recorder(writer, students)
         core.boundary.send_names(names)
-        boundary.same_draws()
-        _test(cell, dict(namespace))
+        boundary.same_draws(started["seed"])
+        loop = asyncio.new_event_loop()  # the program's own shared its selector with the program
+        asyncio.set_event_loop(loop)
+
+        async def calls():
+            _test({"source": started["source"], "grade_id": "calls"}, dict(namespace))
+
+        loop.run_until_complete(calls())
     finally:
         os._exit(0)
 
@@ -278,10 +317,10 @@ def _bind_solutions(namespace, solutions) -> list[str]:
     return bound
 
 
-def _read_solutions(fd) -> list[dict]:
-    """The instructor's solutions, each with the test cells of its exercise, read from `fd` (None: none)."""
+def _read_json(fd, default):
+    """What the file open at `fd` holds (the instructor's solutions, the test cells' text); `default` for None."""
     if fd is None:
-        return []
+        return default
     with open(fd, encoding="utf-8") as file:
         return json.load(file)
 
@@ -309,13 +348,14 @@ def _judged(namespace, names) -> dict:
     return judged
 
 
-def run_test(cell, namespace, timeout, calls, own=()) -> dict:
-    """One test cell's judge, forked; its result, or why it has none (died, timed out). It reads the
-    student's names, then each call's result, from its caller on `calls`."""
+def run_test(cell, judged, namespace, timeout, calls, own=(), seed=0) -> dict:
+    """One test cell's judge, forked, running `judged` (the judge's side of the cell, slicing.split); its
+    result, or why it has none (died, timed out). It reads the student's names, then each call's result,
+    from its caller on `calls`."""
     reader, writer = os.pipe()
     pid = _fork()
     if pid == 0:
-        _judge(cell, namespace, writer, calls)  # never returns
+        _judge({**cell, "source": judged}, namespace, writer, calls, seed)  # never returns
     os.close(writer)
     received, deadline, timed_out = b"", time.monotonic() + timeout, False
     while True:
@@ -337,6 +377,8 @@ def run_test(cell, namespace, timeout, calls, own=()) -> dict:
         result = json.loads(received)
         if result["passed"] is True:
             return {"passed": True}
+        if result.get("unsealed") is True:
+            return {"passed": False, "unsealed": True}
         return {"passed": False, "message": render(result, cell["source"], cell.get("visible"), own), **diagnosis(result)}
     except (ValueError, KeyError, TypeError, AttributeError):
         return {"passed": False, "key": "kernel_died"}  # it ended without a result: a crash, a limit
@@ -375,7 +417,7 @@ def _end_stragglers(spared):
             break
 
 
-def _judge(cell, namespace, writer, calls):
+def _judge(cell, namespace, writer, calls, seed):
     """In the forked judge: only its pipes stay open; it reads the student's names from the caller, then
     runs the test and writes the result on `writer`. Never returns."""
     try:
@@ -389,8 +431,9 @@ def _judge(cell, namespace, writer, calls):
         else:
             names, settings = start
             boundary.take_torch_settings(settings)  # the test's tensors made as in the student's kernel
-            boundary.same_draws()
+            boundary.same_draws(seed)
             judged = _judged(namespace, names)
+            judged[slicing.GUARD] = boundary.judge_only
             core.boundary = boundary.Judge(calls, [judged[name] for name in names if name in judged])
             result = _test(cell, judged)
         os.write(writer, json.dumps(result).encode()[:RESULT_LIMIT])
@@ -400,10 +443,13 @@ def _judge(cell, namespace, writer, calls):
 
 def _test(cell, namespace) -> dict:
     """Run the test; a failure comes back as its message key and typed fields, never as text."""
+    from .boundary import JudgeOnlyCall
     from .messages import typed_field
 
     try:
         exec(compile(cell["source"], f"<test {cell['grade_id']}>", "exec", dont_inherit=True), namespace)
+    except JudgeOnlyCall:  # the test cell's own mistake (slicing): no process decided it
+        return {"passed": False, "unsealed": True}
     except AssertionError as failure:  # a check's (messages.diagnostic), or a bare `assert` of a test
         fields = getattr(failure, "course_fields", None)
         if not isinstance(fields, dict):
@@ -610,7 +656,9 @@ def main():
     with open(job_path, encoding="utf-8") as file:
         job = json.load(file)
     os.unlink(job_path)
-    solutions = _opened_and_removed(os.path.join(os.path.dirname(job_path), "references.json"))
+    folder = os.path.dirname(job_path)
+    solutions = _opened_and_removed(os.path.join(folder, "references.json"))
+    tests = _opened_and_removed(os.path.join(folder, "tests.json"))
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # is_available() does not start CUDA before a fork
     _not_dumpable()
     from .kernel import limit_resources, own_session_keyring
@@ -621,7 +669,8 @@ def main():
     for fd in (0, 1, 2):  # what the instructor's cells print goes nowhere; records go to grader_fd
         os.dup2(null, fd)
     with simulated_accelerator(job["grader_machine"]) if job.get("grader_machine") else contextlib.nullcontext():
-        run(job["cells"], job["timeout"], grader_fd, sandboxed=job.get("sandboxed", False), solutions=solutions)
+        run(job["cells"], job["timeout"], grader_fd, sandboxed=job.get("sandboxed", False), solutions=solutions,
+            tests=tests)
 
 
 def _opened_and_removed(path) -> int | None:

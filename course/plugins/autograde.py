@@ -428,11 +428,16 @@ class DecideGrades(NbGraderPreprocessor):
         cells = self.with_limits(cells)
         folder = tempfile.mkdtemp(prefix="course-verdict-")
         job_path = os.path.join(folder, "job.json")  # read, then removed, before any test runs
+        tests = {cell["grade_id"]: {"source": cell["source"], "visible": cell.get("visible")}
+                 for cell in cells if cell["kind"] == "test"}
+        program = [{"kind": "test", "grade_id": cell["grade_id"], "timeout": cell["timeout"]}
+                   if cell["kind"] == "test" else cell for cell in cells]
         with open(job_path, "w", encoding="utf-8") as job:
-            json.dump({"cells": cells, "timeout": self.cell_timeout(), **self.limits(),
+            json.dump({"cells": program, "timeout": self.cell_timeout(), **self.limits(),
                        "sandboxed": sandbox.enabled(self.config), "grader_machine": self.grader_machine}, job)
-        with open(references_path(job_path), "w", encoding="utf-8") as file:
-            json.dump(references or [], file)
+        for path, data in [(beside(job_path, "references.json"), references or []), (beside(job_path, "tests.json"), tests)]:
+            with open(path, "w", encoding="utf-8") as file:  # read by the verdict only once its program runs apart
+                json.dump(data, file)
         reader, writer = os.pipe()
         box = process = None
         try:
@@ -468,6 +473,9 @@ class DecideGrades(NbGraderPreprocessor):
                 record = json.loads(line)
                 if not ready:
                     ready = record["ready"] is True
+                elif record.get("key") == "verdict_test_cell_unsealed":
+                    raise VerdictUnavailable(message("verdict_test_cell_unsealed",
+                                                     cell=printable(record["instructor_error"], 100)))
                 elif "instructor_error" in record:
                     raise VerdictUnavailable(message("verdict_instructor_cell",
                                                      cell=printable(record["instructor_error"], 100),
@@ -500,10 +508,11 @@ def verdict_command(writer, job_path) -> list[str]:
     return [sys.executable, "-I", "-m", "autograder.verdict", str(writer), job_path]
 
 
-def references_path(job_path) -> str:
-    """Beside the job: the verdict's parent opens it and removes it before the program starts, and reads it
-    only once the program runs apart (autograder/verdict.py)."""
-    return os.path.join(os.path.dirname(job_path), "references.json")
+def beside(job_path, name) -> str:
+    """A file beside the job (the instructor's solutions, the test cells' text): the verdict's parent opens
+    it and removes it before the program starts, and reads it only once the program runs apart
+    (autograder/verdict.py), so nothing of it is ever in the memory of a process that runs student code."""
+    return os.path.join(os.path.dirname(job_path), name)
 
 
 def solutions(source, parent=None) -> list[dict]:

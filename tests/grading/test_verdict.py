@@ -7,6 +7,7 @@ The forgeries are data (course/corpus/forgeries.toml); each class of them is gra
 """
 import base64
 import logging
+import subprocess
 import sys
 import time
 
@@ -33,14 +34,13 @@ DOUBLE_TEST = ("from autograder import checks\nx = torch.randn(3)\n"
                "checks.assert_values(checks.call('double(x)', double, x), 2 * x, 'double(x)')")
 
 
-def decided(answer, tests=1, **settings) -> dict:
+def decided(answer, tests=1, test=DOUBLE_TEST, **settings) -> dict:
     """The verdict's records for a notebook of one answer cell (or a list of them, in order) and `tests`
-    copies of DOUBLE_TEST."""
+    copies of `test`."""
     cells = [{"kind": "trusted", "source": "import torch", "grade_id": "imports"}]
     cells += [{"kind": "student", "source": source, "grade_id": f"answer{k}"}
               for k, source in enumerate(answer if isinstance(answer, list) else [answer])]
-    cells += [{"kind": "test", "source": DOUBLE_TEST, "grade_id": f"double{i}", "visible": DOUBLE_TEST}
-              for i in range(tests)]
+    cells += [{"kind": "test", "source": test, "grade_id": f"double{i}", "visible": test} for i in range(tests)]
     return DecideGrades(**settings).verdict(cells)
 
 
@@ -79,6 +79,8 @@ ORDINARY = {
     "task-on-the-running-loop": "import asyncio\nasync def warm_up():\n    await asyncio.sleep(0)\n"
                                 "warming = asyncio.create_task(warm_up())\ndef double(x):\n    return 2 * x",
     "top-level-await": "import asyncio\nawait asyncio.sleep(0)\ndef double(x):\n    return 2 * x",
+    "needs-a-running-loop-when-called": "import asyncio\ndef double(x):\n    asyncio.get_running_loop()\n"
+                                        "    return 2 * x",
     "deterministic-and-printoptions": "torch.use_deterministic_algorithms(True)\n"
                                       "torch.set_printoptions(precision=2, sci_mode=False)\n"
                                       "def double(x):\n    return 2 * x",
@@ -97,6 +99,65 @@ def test_an_error_the_students_function_raised_in_the_grader_shows_its_message_a
     assert record["passed"] is False and record["key"] == "verdict_call_raised"
     assert "TypeError: double wants a tensor that requires grad" in record["message"]
     assert "raise TypeError('double wants a tensor that requires grad')" in record["message"]
+
+
+# ------------------------------------------------------------------ what the caller never holds
+
+# As the assignments' hidden tests do: what the check compares against is computed before the call.
+EXPECTING_TEST = ("from autograder import checks\nx = torch.randn(3)\nexpected = 2 * x\n"
+                  "doubled = checks.call('double(x)', double, x)\nchecks.assert_values(doubled, expected, 'double(x)')")
+
+# Wrong answers (each returns x) that return the test's expected value instead wherever they can reach it.
+READS_THE_TEST = {
+    "walks-up-the-frames": "import sys\ndef double(x):\n    frame = sys._getframe(1)\n    while frame is not None:\n"
+                           "        for scope in (frame.f_locals, frame.f_globals):\n"
+                           "            if isinstance(scope.get('expected'), torch.Tensor):\n"
+                           "                return scope['expected']\n        frame = frame.f_back\n    return x",
+    "scans-the-heap": "import gc\ndef double(x):\n    for found in gc.get_objects():\n"
+                      "        if isinstance(found, dict) and isinstance(found.get('expected'), torch.Tensor):\n"
+                      "            return found['expected']\n    return x",
+    "traces-the-test-cell": "import sys\nseen = {}\ndef watch(frame, event, arg):\n"
+                            "    if isinstance(frame.f_globals.get('expected'), torch.Tensor):\n"
+                            "        seen['expected'] = frame.f_globals['expected']\n    return watch\n"
+                            "sys.settrace(watch)\ndef double(x):\n    return seen.get('expected', x)",
+    "watches-every-tensor-made": "from torch.overrides import TorchFunctionMode\nmade = []\n"
+                                 "class Watch(TorchFunctionMode):\n"
+                                 "    def __torch_function__(self, func, types, args=(), kwargs=None):\n"
+                                 "        made.append(func(*args, **(kwargs or {})))\n        return made[-1]\n"
+                                 "Watch().__enter__()\ndef double(x):\n"
+                                 "    return next((t for t in reversed(made) if isinstance(t, torch.Tensor) and t is not x\n"
+                                 "                 and t.shape == x.shape and not t.equal(x)), x)",
+}
+
+
+def earns_beside_the_test(answer, test) -> bool:
+    """Whether the answer passes the test when both run in one plain process, as a kernel runs them: the
+    proof that each of READS_THE_TEST reaches the expected value wherever the test cell runs beside it."""
+    program = "\n".join(["import torch", answer, "try:", *("    " + line for line in test.splitlines()),
+                         "except AssertionError:", "    raise SystemExit(1)"])
+    return subprocess.run([sys.executable, "-c", program], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("answer", READS_THE_TEST.values(), ids=READS_THE_TEST.keys())
+def test_a_wrong_answer_finds_nothing_the_checks_compare_against(answer):
+    """issue 41, item 0: the caller runs the test cell's calls and their arguments only (autograder/slicing.py)."""
+    assert earns_beside_the_test(answer, EXPECTING_TEST)
+    assert decided(answer, test=EXPECTING_TEST)["double0"]["passed"] is False
+
+
+def test_what_only_the_judge_draws_leaves_both_sides_the_same_numbers():
+    """The judge draws `noise`, which the caller never makes: `x` is still the same tensor on both sides."""
+    test = ("from autograder import checks\nnoise = torch.randn(100)\nx = torch.randn(3)\n"
+            "checks.assert_values(checks.call('double(x)', double, x), 2 * x + 0 * noise[:3], 'double(x)')")
+    assert decided("def double(x):\n    return 2 * x", test=test)["double0"]["passed"] is True
+
+
+def test_a_test_cell_that_calls_the_students_code_where_only_the_judge_runs_is_the_instructors_error():
+    test = ("from autograder import checks\nhelper = checks.call\nx = torch.ones(2)\n"
+            "checks.assert_values(helper('double(x)', double, x), 2 * x, 'double(x)')")
+    with pytest.raises(VerdictUnavailable) as stopped:
+        decided("def double(x):\n    return 2 * x", test=test)
+    assert shows(str(stopped.value), "verdict_test_cell_unsealed") and "double0" in str(stopped.value)
 
 
 # Answers that ask whether CUDA is there, at definition time or when called: a grader with CUDA (simulated)
@@ -229,6 +290,19 @@ def test_a_submission_that_moves_a_test_cell_gets_no_solution_before_that_tests_
 def test_an_exercises_solution_is_nowhere_in_the_students_program_before_its_points_are_decided():
     records = two_exercises(FINDS_THE_SOLUTION)
     assert records["test_half"]["passed"] is False
+
+
+@pytest.mark.parametrize("where, found", [("the instructor's cell", True), ("a test cell's hidden part", False)])
+def test_no_test_cells_text_is_in_the_students_program(where, found):
+    """The parent reads the test cells' text only once the program runs apart (autograder/verdict.py): the
+    program's objects and memory hold a marker in an instructor's cell, never one in a test cell."""
+    marked = "# MARKER-OF-THE-TEST\n"
+    test = HALF_TEST + ("\n### BEGIN HIDDEN TESTS\n" + marked + "### END HIDDEN TESTS" if not found else "")
+    cells = [{"kind": "trusted", "source": "import torch\n" + (marked if found else ""), "grade_id": "imports"},
+             {"kind": "student", "source": FINDS_THE_SOLUTION.replace("SOLUTION-MARKE(?=R)", "MARKER-OF-THE-TES(?=T)"),
+              "grade_id": "half"},
+             {"kind": "test", "source": test, "grade_id": "test_half", "visible": HALF_TEST}]
+    assert DecideGrades().verdict(cells)["test_half"]["passed"] is found
 
 
 # Wrong answers (`double` returns x) whose definitions run code as Python defines them: each tries to
