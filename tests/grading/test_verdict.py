@@ -430,6 +430,10 @@ def submission(root, forgery):
     if "insert" in forgery:
         after = next(i for i, c in enumerate(notebook.cells) if classroom.grade_id(c) == "imports")
         notebook.cells.insert(after + 1, new_code_cell(forgery["insert"].strip()))
+    for moved_id, above in forgery.get("move", {}).items():
+        moving = next(c for c in notebook.cells if classroom.grade_id(c) == moved_id)
+        notebook.cells.remove(moving)
+        notebook.cells.insert(next(i for i, c in enumerate(notebook.cells) if classroom.grade_id(c) == above), moving)
     crafted = forgery.get("crafted")
     if crafted == "bad-points":
         for cell in notebook.cells:
