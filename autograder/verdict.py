@@ -39,7 +39,9 @@ import asyncio
 import builtins
 import contextlib
 import ctypes
+import functools
 import hashlib
+import inspect
 import json
 import os
 import re
@@ -88,7 +90,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
     _record(grader_fd, {"ready": True})
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     readers = iter(reader for reader, _ in pipes)
-    for cell in cells:
+    for cell in instructors_order(cells):
         if cell["kind"] == "trusted":
             error = _execute(cell["source"], namespace, f"<{cell.get('grade_id', 'cell')}>")
             if error is not None:  # the instructor's own cell, in the grader's own environment
@@ -132,6 +134,26 @@ def _seed(source) -> int:
     """The seed of a test cell's random numbers, on both sides: from its whole text, so that it is the same
     on every machine and every regrade, and known to no one who has not read the hidden tests."""
     return int.from_bytes(hashlib.sha256(source.encode()).digest()[:4], "little")
+
+
+def instructors_order(cells) -> list[dict]:
+    """The instructor's and test cells as the parent runs them: the test cells in the submission's order
+    (the program forks their callers in that order), each after every instructor's cell that the source
+    notebook holds before it (DecideGrades gives each cell its `place` there), the instructor's cells in
+    the source's order. So a judge has what the instructor's cells before its test define, wherever the
+    submission moved them, and an instructor's cell never runs before one it needs (a2's `norm_layers`
+    moved above the imports stopped the notebook's grading as the instructor's error). Where a cell has no
+    place (no source notebook), the submission's order."""
+    kept = [cell for cell in cells if cell["kind"] != "student"]
+    if any("place" not in cell for cell in kept):
+        return kept
+    pending = sorted((cell for cell in kept if cell["kind"] == "trusted"), key=lambda cell: cell["place"])
+    ordered = []
+    for test in (cell for cell in kept if cell["kind"] == "test"):
+        while pending and pending[0]["place"] < test["place"]:
+            ordered.append(pending.pop(0))
+        ordered.append(test)
+    return ordered + pending
 
 
 def _fork(tries=50) -> int:
@@ -301,9 +323,9 @@ def _caller(started, namespace, writer, names):
 
 
 def _bind_solutions(namespace, solutions) -> list[str]:
-    """Bind the names each solution defines in `namespace` to the solution's own; the names bound. The
-    solutions run in a copy of the namespace, in order, so that one may call an earlier one; one that fails
-    here (the student's program changed what it needs) leaves the student's own."""
+    """Bind the names each solution defines in `namespace` to the solution's own (`_solution_or_own`); the
+    names bound. The solutions run in a copy of the namespace, in order, so that one may call an earlier
+    one; one that fails here (the student's program changed what it needs) leaves the student's own."""
     scope, bound = dict(namespace), []
     for solution in solutions:
         try:
@@ -312,9 +334,31 @@ def _bind_solutions(namespace, solutions) -> list[str]:
             continue
         for name in solution["names"]:
             if name in scope:
-                namespace[name] = scope[name]
+                namespace[name] = _solution_or_own(scope[name], namespace.get(name))
                 bound.append(name)
     return bound
+
+
+def _solution_or_own(solution, own):
+    """The instructor's function, for every call that fits its signature; for one that does not, the
+    student's own `own`: a right answer may have given its earlier function an optional keyword of its own
+    (`to_device(x, device, non_blocking=True)`) and call it so from a later one. A wrong earlier answer still
+    costs nothing where the later call fits the solution, and where it does not the student's program runs
+    as they wrote it, which they could have had anyway under another name. A class stays the solution's
+    (a wrapper would fail `isinstance` and subclassing)."""
+    if not inspect.isfunction(solution) or not callable(own):
+        return solution
+    signature = inspect.signature(solution)
+
+    @functools.wraps(solution)
+    def solution_or_own(*args, **kwargs):
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError:
+            return own(*args, **kwargs)
+        return solution(*args, **kwargs)
+
+    return solution_or_own
 
 
 def _read_json(fd, default):

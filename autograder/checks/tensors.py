@@ -76,14 +76,18 @@ def assert_values(t, expected, what, atol=0.0, key="wrong_values"):
 
 
 # From this many values assert_random also refuses a pattern: values in sorted order (2 / 12! ≈ 4e-9 for
-# random ones) or evenly spaced once sorted (every gap within 2 % of the mean gap: about 1e-15)
+# random ones), evenly spaced once sorted (every gap within 2 % of the mean gap: about 1e-15), a few values
+# repeated (at most half of them distinct: a tile, `repeat_interleave`; even bfloat16 draws rarely repeat one
+# value), or one value plus tiny noise (all within NEARLY_CONSTANT of the largest magnitude: below 1e-30 for
+# draws of randn or rand)
 PATTERN_FROM = 12
+NEARLY_CONSTANT = 1e-3
 
 
 def assert_random(t, what):
     """Not one value repeated everywhere, and from PATTERN_FROM values not a pattern (`torch.linspace`,
-    `torch.arange`, any sorted fill), which a random draw makes about never (the text asks for random
-    values); skipped where there is no data."""
+    `torch.arange`, any sorted fill, a few values repeated, a constant plus tiny noise), which a random draw
+    makes about never (the text asks for random values); skipped where there is no data."""
     __tracebackhide__ = True
     assert_tensor(t, what)
     if not has_data(_device_of(t)) or t.numel() < 2:
@@ -93,7 +97,8 @@ def assert_random(t, what):
         _fail("not_finite", what=what)
     if bool((values == values[0]).all()):
         _fail("not_random", what=what, value=f"{values[0].item():g}")
-    if values.numel() >= PATTERN_FROM and (_sorted(values) or _evenly_spaced(values)):
+    if values.numel() >= PATTERN_FROM and (_sorted(values) or _evenly_spaced(values) or _repeated(values)
+                                           or _nearly_constant(values)):
         _fail("not_random_pattern", what=what)
 
 
@@ -108,6 +113,17 @@ def _evenly_spaced(values) -> bool:
     gaps = ordered.diff()
     rounding = 2 * torch.finfo(values.dtype).eps * ordered.abs().max() if values.is_floating_point() else 0
     return bool(((gaps - gaps.mean()).abs() <= 0.02 * gaps.mean() + rounding).all())
+
+
+def _repeated(values) -> bool:
+    """At most half of the values distinct: a few values tiled or repeated, in whatever order."""
+    return 2 * values.unique().numel() <= values.numel()
+
+
+def _nearly_constant(values) -> bool:
+    """Every value within NEARLY_CONSTANT (relative to the largest magnitude) of every other."""
+    values = values.double()
+    return bool(values.max() - values.min() <= NEARLY_CONSTANT * values.abs().max())
 
 
 def assert_draws_differ(first, second, what):

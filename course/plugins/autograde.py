@@ -364,10 +364,11 @@ class DecideGrades(NbGraderPreprocessor):
                                "how the tests show that a GPU grader and a CPU one give the same points").tag(config=True)
 
     def preprocess(self, nb, resources):
-        cells = [verdict_cell(cell, parent=self) for cell in nb.cells if cell.cell_type == "code"]
+        source = self.source_notebook(resources)
+        cells = placed([verdict_cell(cell, parent=self) for cell in nb.cells if cell.cell_type == "code"], source)
         tests = sum(cell["kind"] == "test" for cell in cells)
         started = time.monotonic()
-        records = self.verdict(cells, self.references(resources), ends=resources.get(GRADING_ENDS),
+        records = self.verdict(cells, self.references(source), ends=resources.get(GRADING_ENDS),
                                budget=resources.get(GRADING_BUDGET)) if tests else {}
         self.log.info("Verdict of %d test cells in %.1f s", tests, time.monotonic() - started)
         for cell in nb.cells:
@@ -407,18 +408,22 @@ class DecideGrades(NbGraderPreprocessor):
         the clock (the verdict's parent keeps the same limits, but shares the sandbox with the student's code)."""
         return [self.start_seconds, *(cell["timeout"] + 10 for cell in cells if cell["kind"] == "test")]
 
-    def references(self, resources) -> list[dict]:
-        """The instructor's solutions (see `solutions`), from the assignment's source notebook; [] where
-        there is none."""
+    def source_notebook(self, resources):
+        """The assignment's source notebook, as the instructor wrote it; None where there is none."""
         info = resources.get("nbgrader", {})
         if "assignment" not in info or "notebook" not in info:
-            return []
+            return None
         folders = CourseDirectory(config=self.config)
         path = Path(folders.format_path(folders.source_directory, ".", info["assignment"])) / f"{info['notebook']}.ipynb"
         if not path.is_file():
-            self.log.warning("No source notebook at %s: each exercise is graded with the student's earlier ones", path)
-            return []
-        return solutions(nbformat.read(path, as_version=4), parent=self)
+            self.log.warning("No source notebook at %s: each exercise is graded with the student's earlier ones, "
+                             "the instructor's cells in the submission's order", path)
+            return None
+        return nbformat.read(path, as_version=4)
+
+    def references(self, source) -> list[dict]:
+        """The instructor's solutions (see `solutions`) in the source notebook; [] where there is none."""
+        return [] if source is None else solutions(source, parent=self)
 
     def verdict(self, cells, references=None, ends=None, budget=None) -> dict:
         """grade id → {"passed": bool, "message" or "key"}: the verdict process's records. `references`:
@@ -430,8 +435,8 @@ class DecideGrades(NbGraderPreprocessor):
         job_path = os.path.join(folder, "job.json")  # read, then removed, before any test runs
         tests = {cell["grade_id"]: {"source": cell["source"], "visible": cell.get("visible")}
                  for cell in cells if cell["kind"] == "test"}
-        program = [{"kind": "test", "grade_id": cell["grade_id"], "timeout": cell["timeout"]}
-                   if cell["kind"] == "test" else cell for cell in cells]
+        program = [{key: value for key, value in cell.items() if key not in ("source", "visible")}
+                   if cell["kind"] == "test" else cell for cell in cells]  # a test cell's text: tests.json
         with open(job_path, "w", encoding="utf-8") as job:
             json.dump({"cells": program, "timeout": self.cell_timeout(), **self.limits(),
                        "sandboxed": sandbox.enabled(self.config), "grader_machine": self.grader_machine}, job)
@@ -563,6 +568,22 @@ def verdict_cell(cell, parent=None) -> dict:
     if utils.is_locked(cell) and not utils.is_solution(cell):
         return {"kind": "trusted", "source": cell.source, "grade_id": grade_id}
     return {"kind": "student", "source": cell.source, "grade_id": grade_id}
+
+
+def placed(cells, source) -> list[dict]:
+    """The verdict's cells, each instructor's and test cell with its `place`: where the source notebook holds
+    it among its code cells (by grade id). The verdict's parent runs the instructor's cells in those places,
+    whatever order the submission moved them to (autograder/verdict.py, `instructors_order`); the program
+    runs the notebook as the student did. No source: no places, and the parent keeps the submission's order."""
+    if source is None:
+        return cells
+    code = [cell for cell in source.cells if cell.cell_type == "code"]
+    places = {cell.metadata.get("nbgrader", {}).get("grade_id"): k for k, cell in enumerate(code)}
+    places.pop(None, None)
+    for cell in cells:
+        if cell["kind"] != "student" and cell["grade_id"] in places:
+            cell["place"] = places[cell["grade_id"]]
+    return cells
 
 
 OVER_BUDGET = ["over budget"]  # what read_records returns when the whole grading's budget ran out first

@@ -244,6 +244,29 @@ def test_a_later_answer_still_fails_on_its_own_mistake_with_the_earlier_solution
     assert (records["test_half"]["passed"], records["test_quarter"]["passed"]) == (True, False)
 
 
+# Right answers that gave an earlier exercise's function an optional keyword of their own and call it so
+# (attack-41's a1 `to_device(..., non_blocking=True)` from `move_batch`, a2 `model_device(model, empty=...)`
+# from `train_step`): the call does not fit the solution, so it runs the student's own.
+EXTENDED = {
+    "keyword": ("def half(x, rounding_mode=None):\n    return torch.div(x, 2, rounding_mode=rounding_mode)",
+                "def quarter(x):\n    return half(half(x, rounding_mode=None), rounding_mode=None)"),
+    "keyword-only-with-a-default": ("def half(x, *, scale=2):\n    return x / scale",
+                                    "def quarter(x):\n    return half(x, scale=4)"),
+}
+
+
+@pytest.mark.parametrize("half, quarter", EXTENDED.values(), ids=EXTENDED.keys())
+def test_a_later_answer_that_calls_its_own_extension_of_an_earlier_one_keeps_its_points(half, quarter):
+    records = two_exercises(half, quarter=quarter)
+    assert (records["test_half"]["passed"], records["test_quarter"]["passed"]) == (True, True)
+
+
+def test_a_wrong_earlier_answer_still_costs_nothing_where_the_later_call_fits_the_solution():
+    records = two_exercises("def half(x, rounding_mode=None):\n    return x - 1",
+                            quarter="def quarter(x):\n    return half(half(x))")
+    assert (records["test_half"]["passed"], records["test_quarter"]["passed"]) == (False, True)
+
+
 # A program that looks for the instructor's solution where an attacker would (every object the garbage
 # collector tracks, every string of the process's own memory), and answers with it if found.
 FINDS_THE_SOLUTION = """import ctypes, gc, re
@@ -303,6 +326,41 @@ def test_no_test_cells_text_is_in_the_students_program(where, found):
               "grade_id": "half"},
              {"kind": "test", "source": test, "grade_id": "test_half", "visible": HALF_TEST}]
     assert DecideGrades().verdict(cells)["test_half"]["passed"] is found
+
+
+# ------------------------------------------------------------------ the instructor's cells where the instructor wrote them
+
+SCALED_TEST = ("from autograder import checks\nx = torch.randn(3)\n"
+               "checks.assert_values(checks.call('double(x)', double, x), SCALE * x, 'double(x)')")
+
+
+def moved(order) -> dict:
+    """Records of a notebook whose source holds, in order, the imports (i), an instructor's cell that needs
+    them (s: SCALE), the answer (a) and its test (t), with the cells as the submission holds them in
+    `order`; x: a student's own `import torch`."""
+    cells = {"i": {"kind": "trusted", "source": "import torch", "grade_id": "imports", "place": 0},
+             "s": {"kind": "trusted", "source": "SCALE = torch.tensor(2.0)", "grade_id": "scale", "place": 1},
+             "a": {"kind": "student", "source": "def double(x):\n    return 2 * x", "grade_id": "double"},
+             "t": {"kind": "test", "source": SCALED_TEST, "grade_id": "test_double", "visible": SCALED_TEST,
+                   "place": 3},
+             "x": {"kind": "student", "source": "import torch", "grade_id": None}}
+    return DecideGrades().verdict([cells[c] for c in order])
+
+
+@pytest.mark.parametrize("order, passed", [
+    ("isat", True),   # as released
+    ("xsiat", True),  # the instructor's cell moved above the imports, the student's own import above it
+    ("siat", True),   # moved above the imports alone (attack-41): the parent ran it first, and stopped
+    ("iats", True),   # the test moved above the instructor's cell it needs: its judge has that cell
+    ("itsa", False),  # the test moved above the answer: there is no answer to call when it runs
+])
+def test_an_instructors_cell_moved_by_the_submission_runs_where_the_instructor_wrote_it(order, passed):
+    """Attack-41: a2's `norm_layers` moved above the imports failed in the verdict's parent, and the notebook
+    got no grade (the instructor's error) instead of its zero. The parent runs the instructor's cells in the
+    source's order, so the notebook is graded and each judge has the instructor's cells before its test.
+    Where the moved cell breaks the student's own notebook (siat, iats), the kernel's error in the test cell
+    costs its points (DecideGrades; graded for real in forgeries.toml)."""
+    assert moved(order)["test_double"]["passed"] is passed
 
 
 # Wrong answers (`double` returns x) whose definitions run code as Python defines them: each tries to
@@ -446,6 +504,10 @@ def submission(root, forgery):
     if "insert" in forgery:
         after = next(i for i, c in enumerate(notebook.cells) if classroom.grade_id(c) == "imports")
         notebook.cells.insert(after + 1, new_code_cell(forgery["insert"].strip()))
+    for moved_id, above in forgery.get("move", {}).items():
+        moving = next(c for c in notebook.cells if classroom.grade_id(c) == moved_id)
+        notebook.cells.remove(moving)
+        notebook.cells.insert(next(i for i, c in enumerate(notebook.cells) if classroom.grade_id(c) == above), moving)
     crafted = forgery.get("crafted")
     if crafted == "bad-points":
         for cell in notebook.cells:

@@ -137,7 +137,8 @@ def test_values_are_compared_where_they_exist():
 
 
 # Right answers that draw (issue 41): a pattern check must never refuse them, on any seed; and wrong ones that
-# fill a pattern (attack-41's make_weight from torch.linspace) that it must refuse.
+# fill a pattern that it must refuse (attack-41's make_weight from torch.linspace; a tile of a few values, a
+# constant plus tiny noise).
 DRAWN = {
     "randn": lambda n: torch.randn(n),
     "rand": lambda n: torch.rand(n),
@@ -147,6 +148,8 @@ DRAWN = {
     "randn-float16": lambda n: torch.randn(n, dtype=torch.float16),
     "randn-bfloat16": lambda n: torch.randn(n, dtype=torch.bfloat16),
     "randn-float64": lambda n: torch.randn(n, dtype=torch.float64),
+    "normal-around-one": lambda n: torch.empty(n).normal_(mean=1.0, std=0.02),  # as some norm layers' weights
+    "randn-tiny-scale": lambda n: torch.randn(n) * 1e-6,
 }
 PATTERNS = {
     "linspace": lambda n: torch.linspace(-1, 1, n),
@@ -155,6 +158,11 @@ PATTERNS = {
     "shuffled-linspace": lambda n: torch.linspace(-1, 1, n)[torch.randperm(n)],
     "sorted-randn": lambda n: torch.randn(n).sort().values,
     "descending-rand": lambda n: torch.rand(n).sort(descending=True).values,
+    "tiled-four-values": lambda n: torch.tensor([0.3, -1.2, 0.7, -0.1]).repeat(n)[:n],
+    "each-value-twice": lambda n: torch.randn(n // 2 + 1).repeat_interleave(2)[:n],
+    "shuffled-few-values": lambda n: torch.tensor([0.5, -0.5, 0.25]).repeat(n)[:n][torch.randperm(n)],
+    "constant-plus-tiny-noise": lambda n: torch.full((n,), 0.5) + 1e-6 * torch.randn(n),
+    "negative-constant-plus-noise": lambda n: torch.full((n,), -2.0) + 1e-4 * torch.rand(n),
 }
 
 

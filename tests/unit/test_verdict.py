@@ -126,6 +126,71 @@ def test_each_solution_names_its_released_functions_and_its_exercises_test_cells
                                  {"source": quarter, "names": ["quarter"], "tests": ["test_quarter", "test_quarter_again"]}]
 
 
+# ------------------------------------------------------------------ the instructor's cells where the instructor wrote them
+
+def cells_of(order, places=True):
+    """Verdict cells in the submission's `order` (i: imports, n: norm_layers, a: an answer, t and u: tests),
+    with the places of the source, where the instructor wrote them in the order i, a, t, n, u."""
+    source = {"i": ("trusted", 0), "a": ("student", 1), "t": ("test", 2), "n": ("trusted", 3), "u": ("test", 4)}
+    cells = []
+    for name in order:
+        kind, place = source[name]
+        cells.append({"kind": kind, "grade_id": name, **({"place": place} if places and kind != "student" else {})})
+    return cells
+
+
+@pytest.mark.parametrize("order, parent", [
+    ("iatnu", "itnu"),  # as released
+    ("niatu", "itnu"),  # an instructor's cell moved above the imports (attack-41): run where it was written
+    ("iutan", "inut"),  # a later test moved first: it gets every instructor's cell before it; the rest follow
+    ("tiaun", "itnu"),  # a test moved above the imports: its judge still has them
+])
+def test_the_parent_runs_the_instructors_cells_in_the_sources_order_and_the_tests_in_the_submissions(order, parent):
+    assert "".join(cell["grade_id"] for cell in verdict.instructors_order(cells_of(order))) == parent
+
+
+def test_without_a_source_notebook_the_parent_keeps_the_submissions_order():
+    assert "".join(cell["grade_id"] for cell in verdict.instructors_order(cells_of("niatu", places=False))) == "nitu"
+
+
+def test_each_instructors_and_test_cell_is_placed_where_the_source_holds_it():
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    from course.plugins.autograde import placed
+
+    def cell(source, grade_id, **nbgrader):
+        return new_code_cell(source, metadata={"nbgrader": {"grade_id": grade_id, **nbgrader}})
+
+    source = new_notebook(cells=[new_markdown_cell("# a1"), cell("import torch", "imports", locked=True),
+                                 cell("def f(): ...", "f", solution=True),
+                                 cell("assert f() is None", "test_f", grade=True, locked=True, points=1),
+                                 cell("NORMS = ()", "norms", locked=True)])
+    cells = [{"kind": "trusted", "grade_id": "norms"}, {"kind": "student", "grade_id": "f"},
+             {"kind": "test", "grade_id": "test_f"}, {"kind": "trusted", "grade_id": "imports"}]
+    assert [cell.get("place") for cell in placed(cells, source)] == [3, None, 2, 0]
+    assert placed(cells_of("ia", places=False), None) == cells_of("ia", places=False)
+
+
+def test_a_call_that_fits_the_solution_runs_it_and_one_that_does_not_runs_the_students_own():
+    def solution(x, device):
+        return ("solution", x, device)
+
+    def own(x, device, non_blocking=False):
+        return ("own", x, device, non_blocking)
+
+    bound = verdict._solution_or_own(solution, own)
+    assert bound(1, "cpu") == bound(1, device="cpu") == ("solution", 1, "cpu")
+    assert bound(1, "cpu", non_blocking=True) == ("own", 1, "cpu", True)  # a keyword of the student's own
+    assert bound.__name__ == "solution"
+    with pytest.raises(TypeError):
+        verdict._solution_or_own(solution, None)(1)  # no own function: the solution's own error
+
+    class Layer:
+        pass
+
+    assert verdict._solution_or_own(Layer, own) is Layer  # a class stays the solution's: isinstance holds
+
+
 # ------------------------------------------------------------------ an error the student's code raised
 
 OWN = ["import torch\n\ndef double(x):\n    if x.dtype != torch.float32:\n"
