@@ -111,6 +111,13 @@ def assert_same_shard(first, second, rank, what):
         _fail("shard_not_repeatable", what=what, rank=rank)
 
 
+def assert_global_rng_kept(kept, what):
+    """`kept` (probes.global_rng_kept): the call left PyTorch's global random number generator as it was."""
+    __tracebackhide__ = True
+    if kept is not True:
+        _fail("global_rng_changed", what=what)
+
+
 def assert_seeds_differ(first, second, seeds, what):
     """The shards drawn with two different seeds differ."""
     __tracebackhide__ = True
