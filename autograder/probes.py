@@ -253,7 +253,9 @@ def autocast_seen(function, model, *args, **kwargs):
 def global_rng_kept(function, *args, **kwargs):
     """`function(*args, **kwargs)`, and whether it left PyTorch's global random number generator as it found
     it. A shuffle that reseeds it (`torch.manual_seed` inside a sampler) restarts the random stream of
-    its caller, and the verdict cannot see that afterwards: it restores the generators after each call."""
+    its caller, and the verdict cannot see that afterwards: it restores the generators after each call.
+    The states before and after are compared, so a reseeding that leaves the state it found (the same
+    call twice in a row, outside the verdict) is seen the first time only."""
     before = torch.get_rng_state()
     result = function(*args, **kwargs)
     return result, torch.equal(before, torch.get_rng_state())

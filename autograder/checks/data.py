@@ -4,6 +4,7 @@ arrays, and each rank's samples, shards, epochs and seeds.
 import numpy
 import torch
 
+from ..probes import global_rng_kept
 from .core import call, _fail, _name
 from .tensors import assert_tensor
 
@@ -79,6 +80,17 @@ def sampled_indices(sampler, size, what):
             or not all(0 <= int(i) < size for i in indices):
         _fail("not_indices", what=what, last=size - 1, found=repr(indices)[:120])
     return [int(i) for i in indices]
+
+
+def sampled_shard(what, size, make_sampler, *args):
+    """The indices (`sampled_indices`) of the sampler `make_sampler(*args)` returns, where neither that call
+    nor iterating the sampler may change the global random number generator (`assert_global_rng_kept`)."""
+    __tracebackhide__ = True
+    sampler, kept = call(what, global_rng_kept, make_sampler, *args)
+    assert_global_rng_kept(kept, what)
+    indices, kept = call(what, global_rng_kept, list, sampler)
+    assert_global_rng_kept(kept, what)
+    return sampled_indices(indices, size, what)
 
 
 def assert_shards(shards, size, what):

@@ -1259,3 +1259,23 @@ def test_assert_autocast_names_a_dtype_the_device_type_does_not_use():
 def test_assert_global_rng_kept_refuses_a_call_that_changed_the_generator():
     checks.assert_global_rng_kept(True, "s")
     fails_showing("global_rng_changed", dict(what="s"), checks.assert_global_rng_kept, False, "s")
+
+
+def test_sampled_shard_refuses_a_sampler_that_reseeds_the_global_generator_when_made_or_iterated():
+    from torch.utils.data import DistributedSampler
+
+    def right(dataset, rank, world_size):
+        return DistributedSampler(dataset, num_replicas=world_size, rank=rank, seed=3, drop_last=True)
+
+    def reseeds(dataset, rank, world_size):
+        torch.manual_seed(3)
+        return torch.randperm(len(dataset))[rank::world_size].tolist()
+
+    def reseeds_lazily(dataset, rank, world_size):  # a generator: the reseeding happens inside `list()`
+        yield from reseeds(dataset, rank, world_size)
+
+    dataset = list(range(10))
+    assert checks.sampled_shard("s", 10, right, dataset, 0, 2) == list(right(dataset, 0, 2))
+    for wrong in [reseeds, reseeds_lazily]:
+        torch.manual_seed(0)  # not the state a reseeding leaves: the probe compares the states before and after
+        fails_showing("global_rng_changed", dict(what="s"), checks.sampled_shard, "s", 10, wrong, dataset, 0, 2)
