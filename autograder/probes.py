@@ -1,4 +1,6 @@
 """Instruments the graders use to see what an answer does, not only what it returns."""
+import importlib
+import sys
 import weakref
 from contextlib import contextmanager
 from types import SimpleNamespace
@@ -8,7 +10,10 @@ import torch
 import torch.serialization
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .simulate import simulated_accelerator
+
 _dtype_of = torch._C.TensorBase.dtype.__get__  # not through a Python attribute a submission could patch
+_device_of = torch._C.TensorBase.device.__get__
 COPY_OPS = {torch.ops.aten._to_copy.default, torch.ops.aten.copy_.default}
 
 
@@ -187,3 +192,70 @@ def restored_locations(path, map_location) -> list[str]:
     with mock.patch.object(torch.serialization, "default_restore_location", record):
         torch.load(path, map_location=map_location, weights_only=True)
     return locations
+
+
+# An accelerator on any grader: the meta device, named as the device it stands for.
+
+@contextmanager
+def meta_standing_for(device):
+    """Within it, the meta device stands in for `device` (`"cuda:1"`, say) as a student's code sees it: a
+    meta tensor's `.device`, read in Python, is `device`, and the machine has that accelerator
+    (simulate.simulated_accelerator). What a CPU grader could not see otherwise: whether an answer keeps a
+    device's index, or takes the autocast of the model's device type. PyTorch's own Python code (its meta
+    kernels, which make each result's shape and dtype) still reads meta, and so do the checks, through
+    PyTorch's C type (checks.core)."""
+    device = torch.device(device)
+    # a meta layer's first forward pass imports torch._dynamo (PyTorch's decompositions), whose import
+    # fails on the CPU build while a CUDA machine is simulated: imported before
+    importlib.import_module("torch._dynamo")
+
+    def reported(tensor):
+        found = _device_of(tensor)
+        reader = sys._getframe(1).f_globals.get("__name__", "")
+        if found.type != "meta" or reader == "torch" or reader.startswith("torch."):
+            return found
+        return device
+
+    with simulated_accelerator(device.type), mock.patch.object(torch.Tensor, "device", property(reported)):
+        yield
+
+
+def on_stand_in(device, function, *args, **kwargs):
+    """`function(*args, **kwargs)` with the meta device standing in for `device` (`meta_standing_for`), in
+    a test cell: `checks.call(what, on_stand_in, "cuda:1", model_device, model.to("meta"))`. Only for the
+    call itself: in the verdict, only the process that runs the student's code (autograder/boundary.py)."""
+    with meta_standing_for(device):
+        return function(*args, **kwargs)
+
+
+AUTOCAST_DEVICE_TYPES = ("cpu", "cuda", "mps")
+
+
+def autocast_seen(function, model, *args, **kwargs):
+    """`function(model, *args, **kwargs)`, and the autocast each layer of `model` that has parameters ran
+    under: a list, one `{device type: dtype}` per layer call, of the device types whose autocast was on.
+    A forward pre-hook of each layer records it, so `model.forward(x)` is seen as well as `model(x)`."""
+    seen = []
+
+    def record(module, inputs):
+        seen.append({kind: torch.get_autocast_dtype(kind) for kind in AUTOCAST_DEVICE_TYPES
+                     if torch.is_autocast_enabled(kind)})
+
+    handles = [layer.register_forward_pre_hook(record) for layer in model.modules()
+               if next(layer.parameters(recurse=False), None) is not None]
+    try:
+        return function(model, *args, **kwargs), seen
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def global_rng_kept(function, *args, **kwargs):
+    """`function(*args, **kwargs)`, and whether it left PyTorch's global random number generator as it found
+    it. A shuffle that reseeds it (`torch.manual_seed` inside a sampler) restarts the random stream of
+    its caller, and the verdict cannot see that afterwards: it restores the generators after each call.
+    The states before and after are compared, so a reseeding that leaves the state it found (the same
+    call twice in a row, outside the verdict) is seen the first time only."""
+    before = torch.get_rng_state()
+    result = function(*args, **kwargs)
+    return result, torch.equal(before, torch.get_rng_state())

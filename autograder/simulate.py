@@ -44,6 +44,8 @@ _ANSWERS = {
     "torch.cuda.is_available": lambda kind, built: kind == "cuda",
     "torch.cuda.device_count": lambda kind, built: int(kind == "cuda"),
     "torch.cuda.current_device": lambda kind, built: 0,
+    # a simulated GPU is a recent one, with native bfloat16 (`torch.autocast("cuda", dtype=torch.bfloat16)` asks)
+    "torch.cuda.is_bf16_supported": lambda kind, built, including_emulation=True: kind == "cuda",
     "torch.backends.cuda.is_built": lambda kind, built: built == "cuda",
     "torch.backends.mps.is_available": lambda kind, built: kind == "mps",
     "torch.backends.mps.is_built": lambda kind, built: built == "mps",

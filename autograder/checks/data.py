@@ -4,6 +4,7 @@ arrays, and each rank's samples, shards, epochs and seeds.
 import numpy
 import torch
 
+from ..probes import global_rng_kept
 from .core import call, _fail, _name
 from .tensors import assert_tensor
 
@@ -81,6 +82,17 @@ def sampled_indices(sampler, size, what):
     return [int(i) for i in indices]
 
 
+def sampled_shard(what, size, make_sampler, *args):
+    """The indices (`sampled_indices`) of the sampler `make_sampler(*args)` returns, where neither that call
+    nor iterating the sampler may change the global random number generator (`assert_global_rng_kept`)."""
+    __tracebackhide__ = True
+    sampler, kept = call(what, global_rng_kept, make_sampler, *args)
+    assert_global_rng_kept(kept, what)
+    indices, kept = call(what, global_rng_kept, list, sampler)
+    assert_global_rng_kept(kept, what)
+    return sampled_indices(indices, size, what)
+
+
 def assert_shards(shards, size, what):
     """`shards` (rank → list of indices) are disjoint and all of size `size // world_size`."""
     __tracebackhide__ = True
@@ -109,6 +121,13 @@ def assert_same_shard(first, second, rank, what):
     __tracebackhide__ = True
     if list(first) != list(second):
         _fail("shard_not_repeatable", what=what, rank=rank)
+
+
+def assert_global_rng_kept(kept, what):
+    """`kept` (probes.global_rng_kept): the call left PyTorch's global random number generator as it was."""
+    __tracebackhide__ = True
+    if kept is not True:
+        _fail("global_rng_changed", what=what)
 
 
 def assert_seeds_differ(first, second, seeds, what):

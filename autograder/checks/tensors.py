@@ -25,8 +25,10 @@ def assert_torch_device(obj, what):
 def assert_device_choice(chosen, expected, what, hint):
     """`chosen` is a torch.device naming `expected` (an unindexed expectation accepts any index)."""
     __tracebackhide__ = True
-    assert_torch_device(chosen, what)
     expected = torch.device(expected)
+    if chosen is None:  # no device found: what `hint` says, not how to wrap a device's name
+        _fail("device_choice_none", what=what, expected=expected, hint=text(hint))
+    assert_torch_device(chosen, what)
     if expected.index is None and chosen.type == expected.type or chosen == expected:
         return
     _fail("wrong_device_type", what=what, expected=expected, found=chosen, hint=text(hint))

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
+from ..messages import text
 from ..probes import NormKernelInputs
 from .core import call, _fail, _grad_fn_name, _name, raised
 from .tensors import assert_dtype, assert_tensor
@@ -20,10 +21,14 @@ def assert_detached(t, what):
 
 
 def assert_updated(before: Mapping, model, what):
-    """At least one parameter differs from the snapshot `before` (name → tensor)."""
+    """At least one parameter differs from the snapshot `before` (name → tensor). When none does, the
+    gradients left say why: none (None or zero) means the step had nothing to apply, `zero_grad()` between
+    backward and step; some mean the step was never taken."""
     __tracebackhide__ = True
     after = dict(model.named_parameters())
     if all(torch.equal(after[name].detach().cpu(), value.cpu()) for name, value in before.items()):
+        if all(p.grad is None or not p.grad.detach().cpu().any() for p in after.values()):
+            _fail("gradients_gone_before_step", what=what)
         _fail("not_updated", what=what)
 
 
@@ -81,6 +86,23 @@ def assert_amp_gradients(model, raw: Mapping, scale, max_norm, what, atol=1e-5, 
     if stale is None or largest(_clipped({n: g + stale / scale for n, g in raw.items()}, max_norm)) <= atol:
         _fail("stale_gradients", what=what, diff=f"{diff:.3g}", name=name)  # the old gradients were added in
     _fail("amp_wrong_gradients", what=what, diff=f"{diff:.3g}", name=name)
+
+
+def assert_autocast(seen, device_type, dtypes, what):
+    """`seen` (probes.autocast_seen): the model's layers ran, each under the autocast of `device_type`
+    (the model's) with one of `dtypes`, the first of them named when another was chosen."""
+    __tracebackhide__ = True
+    if not seen:
+        _fail("autocast_not_run", what=what)
+    for state in seen:
+        if not state:
+            _fail("autocast_off", what=what, hint=text("dtype_hint_autocast"))
+        if device_type not in state:
+            found = ", ".join(f"{kind} ({dtype})" for kind, dtype in state.items())
+            _fail("autocast_device_type", what=what, found=found, device_type=device_type)
+        if state[device_type] not in dtypes:
+            _fail("wrong_dtype", what=f"{what}: torch.autocast({device_type!r})", expected=dtypes[0],
+                  found=state[device_type], hint=text("dtype_hint_autocast"))
 
 
 def assert_outside_autocast(autocast_in_backward, what):

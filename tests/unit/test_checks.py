@@ -278,6 +278,13 @@ def test_device_choice_accepts_any_index_only_when_none_is_asked():
                   checks.assert_device_choice, "cuda", "cuda", "d", "device_hint_order")
 
 
+def test_no_device_found_is_told_what_the_hint_says_not_to_wrap_a_name():
+    shown = fails_showing("device_choice_none", dict(what="d", expected=torch.device("cpu"),
+                                                    hint=text("hint_model_tensors")),
+                          checks.assert_device_choice, None, "cpu", "d", "hint_model_tensors")
+    assert not shows(shown, "not_a_device")
+
+
 def nested_batch():
     return {"x": [torch.randn(2), (torch.ones(1), "tag")], "pair": Pair(torch.zeros(2), None),
             "extra": OrderedDict(n=3, mask=torch.tensor([True]))}
@@ -503,10 +510,23 @@ def test_loader_kwargs_checks_pin_memory_and_type():
 def test_assert_updated_needs_a_parameter_the_step_changed():
     model = nn.Linear(2, 1)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    model(torch.ones(3, 2)).sum().backward()  # gradients there, no step taken
     fails_showing("not_updated", dict(what="m"), checks.assert_updated, before, model, "m")
     with torch.no_grad():
         model.bias += 1
     checks.assert_updated(before, model, "m")
+
+
+@pytest.mark.parametrize("set_to_none", [True, False], ids=["grads-None", "grads-zero"])
+def test_a_step_without_gradients_says_they_were_cleared_before_it(set_to_none):
+    """zero_grad() between backward() and step(): the step applies nothing, and the message says why."""
+    model = nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    model(torch.ones(3, 2)).sum().backward()
+    optimizer.zero_grad(set_to_none=set_to_none)
+    optimizer.step()
+    fails_showing("gradients_gone_before_step", dict(what="m"), checks.assert_updated, before, model, "m")
 
 
 def test_assert_gradients_refuses_gradients_accumulated_twice():
@@ -1213,3 +1233,57 @@ def test_rows_must_be_rows_of_the_table_each_at_most_once():
     fails_showing("wrong_shape", dict(what="rows", expected=("N", 3), found=(4, 2)), checks.assert_rows_of,
                   table[:, :2], table, "rows")
     fails_showing("not_a_tensor", dict(what="rows", found="list"), checks.assert_rows_of, table.tolist(), table, "rows")
+
+
+# The autocast each layer ran under (autograder.probes.autocast_seen): the model's device type, with its dtypes.
+CUDA_DTYPES = [torch.float16, torch.bfloat16]
+
+
+def test_assert_autocast_passes_the_model_device_types_autocast():
+    checks.assert_autocast([{"cuda": torch.float16}, {"cuda": torch.bfloat16, "cpu": torch.bfloat16}], "cuda",
+                           CUDA_DTYPES, "f")
+
+
+def test_assert_autocast_names_the_autocast_of_another_device_type():
+    fails_showing("autocast_device_type", dict(what="f", found="cpu (torch.bfloat16)", device_type="cuda"),
+                  checks.assert_autocast, [{"cpu": torch.bfloat16}], "cuda", CUDA_DTYPES, "f")
+
+
+def test_assert_autocast_names_a_layer_run_without_autocast():
+    fails_showing("autocast_off", dict(what="f", hint=text("dtype_hint_autocast")),
+                  checks.assert_autocast, [{"cuda": torch.float16}, {}], "cuda", CUDA_DTYPES, "f")
+
+
+def test_assert_autocast_names_a_model_never_run():
+    fails_showing("autocast_not_run", dict(what="f"), checks.assert_autocast, [], "cuda", CUDA_DTYPES, "f")
+
+
+def test_assert_autocast_names_a_dtype_the_device_type_does_not_use():
+    fails_showing("wrong_dtype", dict(what="f: torch.autocast('cuda')", expected=torch.float16, found=torch.float32,
+                                      hint=text("dtype_hint_autocast")),
+                  checks.assert_autocast, [{"cuda": torch.float32}], "cuda", CUDA_DTYPES, "f")
+
+
+def test_assert_global_rng_kept_refuses_a_call_that_changed_the_generator():
+    checks.assert_global_rng_kept(True, "s")
+    fails_showing("global_rng_changed", dict(what="s"), checks.assert_global_rng_kept, False, "s")
+
+
+def test_sampled_shard_refuses_a_sampler_that_reseeds_the_global_generator_when_made_or_iterated():
+    from torch.utils.data import DistributedSampler
+
+    def right(dataset, rank, world_size):
+        return DistributedSampler(dataset, num_replicas=world_size, rank=rank, seed=3, drop_last=True)
+
+    def reseeds(dataset, rank, world_size):
+        torch.manual_seed(3)
+        return torch.randperm(len(dataset))[rank::world_size].tolist()
+
+    def reseeds_lazily(dataset, rank, world_size):  # a generator: the reseeding happens inside `list()`
+        yield from reseeds(dataset, rank, world_size)
+
+    dataset = list(range(10))
+    assert checks.sampled_shard("s", 10, right, dataset, 0, 2) == list(right(dataset, 0, 2))
+    for wrong in [reseeds, reseeds_lazily]:
+        torch.manual_seed(0)  # not the state a reseeding leaves: the probe compares the states before and after
+        fails_showing("global_rng_changed", dict(what="s"), checks.sampled_shard, "s", 10, wrong, dataset, 0, 2)

@@ -2,7 +2,9 @@ import pytest
 import torch
 from torch import nn
 
-from autograder.probes import count_transfers, save_as_if_from_cuda
+from autograder.checks.core import _device_of
+from autograder.probes import (autocast_seen, count_transfers, global_rng_kept, meta_standing_for, on_stand_in,
+                               save_as_if_from_cuda)
 from autograder.simulate import simulated_accelerator
 
 
@@ -110,3 +112,93 @@ def test_cuda_checkpoint_loads_with_map_location(cuda_checkpoint, target):
     assert {t.device.type for t in loaded.values()} == {target}
     if target == "cpu":
         assert all(torch.equal(loaded[k], original[k]) for k in original)
+
+
+# The meta device standing in for an accelerator: what a CPU grader cannot run, seen from an answer's side.
+
+def test_a_meta_tensor_reads_as_the_stood_for_device_only_inside():
+    weight = torch.ones(2, device="meta")
+    with meta_standing_for("cuda:1"):
+        assert weight.device == torch.device("cuda", 1)
+        assert nn.Parameter(weight).device == torch.device("cuda", 1)
+        assert torch.ones(2).device == torch.device("cpu")  # only meta stands in
+        assert _device_of(weight) == torch.device("meta")  # what the checks read
+        assert torch.cuda.is_available()  # the machine has the accelerator too
+    assert weight.device == torch.device("meta") and not torch.cuda.is_available()
+
+
+def test_pytorchs_own_code_still_computes_on_meta():
+    """A meta kernel written in Python reads `.device` too: it must see meta, or it allocates on CUDA."""
+    model = nn.Sequential(nn.Linear(3, 4), nn.GELU(), nn.Linear(4, 2)).to("meta")
+    with meta_standing_for("cuda"):
+        out = model(torch.randn(5, 3, device="meta"))
+    assert _device_of(out) == torch.device("meta") and out.shape == (5, 2)
+
+
+def test_an_answer_that_keeps_the_index_and_one_that_drops_it():
+    def devices(model):
+        return {t.device for t in [*model.parameters(), *model.buffers()]}
+
+    def device_types(model):
+        return {torch.device(t.device.type) for t in [*model.parameters(), *model.buffers()]}
+
+    model = nn.BatchNorm1d(3).to("meta")
+    assert on_stand_in("cuda:1", devices, model) == {torch.device("cuda", 1)}
+    assert on_stand_in("cuda:1", device_types, model) == {torch.device("cuda")}
+
+
+def right_autocast(model, x):
+    kind = next(model.parameters()).device.type
+    with torch.autocast(kind, dtype=torch.bfloat16 if kind == "cpu" else torch.float16):
+        return model(x)
+
+
+def cpu_autocast(model, x):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        return model.forward(x)  # forward itself: the layers' hooks see it all the same
+
+
+def bfloat16_where_native(model, x):
+    device = next(model.parameters()).device
+    native = device.type == "cpu" or torch.cuda.is_bf16_supported(including_emulation=False)
+    with torch.autocast(device.type, dtype=torch.bfloat16 if native else torch.float16):
+        return model(x)
+
+
+@pytest.mark.parametrize("answer, seen", [(right_autocast, {"cuda": torch.float16}),
+                                          (cpu_autocast, {"cpu": torch.bfloat16}),
+                                          (bfloat16_where_native, {"cuda": torch.bfloat16})],
+                         ids=lambda v: getattr(v, "__name__", ""))
+def test_autocast_seen_records_the_autocast_of_each_layer_on_a_stand_in_gpu(answer, seen):
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)).to("meta")
+    out, recorded = on_stand_in("cuda", autocast_seen, answer, model, torch.randn(5, 3, device="meta"))
+    assert recorded == [seen, seen]  # the two layers with parameters
+    assert _device_of(out) == torch.device("meta")
+    assert not any(m._forward_pre_hooks for m in model.modules())  # the recorder leaves no hook behind
+
+
+def test_autocast_seen_on_the_cpu_records_the_cpus_autocast():
+    model = nn.Linear(3, 2)
+    out, recorded = autocast_seen(right_autocast, model, torch.randn(4, 3))
+    assert recorded == [{"cpu": torch.bfloat16}] and out.dtype == torch.bfloat16
+
+
+def draws_from_a_generator_of_its_own(n):
+    return torch.randperm(n, generator=torch.Generator().manual_seed(3)).tolist()
+
+
+def reseeds(n):
+    torch.manual_seed(3)
+    return torch.randperm(n).tolist()
+
+
+def reseeds_inside_fork_rng(n):
+    with torch.random.fork_rng():
+        return reseeds(n)
+
+
+@pytest.mark.parametrize("shuffle, kept", [(draws_from_a_generator_of_its_own, True), (reseeds, False),
+                                           (reseeds_inside_fork_rng, True)], ids=lambda v: getattr(v, "__name__", ""))
+def test_global_rng_kept_sees_a_reseeded_global_generator(shuffle, kept):
+    torch.manual_seed(0)
+    assert global_rng_kept(shuffle, 10) == (shuffle(10), kept)

@@ -14,6 +14,7 @@ APIS = {
         lambda: torch.accelerator.current_accelerator(check_available=True),
     "torch.backends.cuda.is_built()": lambda: torch.backends.cuda.is_built(),
     "torch.version.cuda is not None": lambda: torch.version.cuda is not None,
+    "torch.cuda.is_bf16_supported()": lambda: torch.cuda.is_bf16_supported(),
 }
 
 
@@ -45,6 +46,7 @@ def test_runtime_checks_agree_on_what_is_present(machine):
     assert answers["torch.cuda.is_available()"] == (machine.present == "cuda")
     assert answers["torch.backends.mps.is_available()"] == (machine.present == "mps")
     assert answers["torch.accelerator.is_available()"] == (machine.present is not None)
+    assert answers["torch.cuda.is_bf16_supported()"] == (machine.present == "cuda")  # a simulated GPU is a recent one
     checked = answers["torch.accelerator.current_accelerator(check_available=True)"]
     assert (checked.type if checked else None) == machine.present
 
