@@ -48,6 +48,10 @@ c.Sandbox.processes = 256
 # the whole class, on an idle machine: about 340 s with plain nbgrader on 2 cores (each notebook's own
 # budget is 30 s); other work on the same cores (CI runs two builds side by side) stretches it
 CLASS_TIME_LIMIT_S = 600 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+# `course grade` with more jobs than cores, as tests/grading/test_parallel.py grades: the slowest cases here run out
+# a time limit (holds-the-class its whole grading budget, sleeping; slow-notebook its notebook budget; the endless
+# loops their cell limits), and with more jobs the rest of the class is graded beside them
+JOBS = (os.cpu_count() or 1) + 2
 CANARY = "COURSE_GRADER_CANARY"  # a variable in the grader's environment (the attacks look for "CANARY")
 SUCCEEDED = "ATTACK SUCCEEDED"
 ATTACKS = [c for c in CASES if c.get("attack")]
@@ -222,7 +226,7 @@ def graded(grader, course, course_folder, tmp_path_factory):
                 _, log = classroom.nbgrader(root, "autograde", ASSIGNMENT, "--GradingKernelManager.fork_server=False",
                                             check=False)
             else:
-                done = course("grade", ASSIGNMENT, "--root", root, timeout=int(CLASS_TIME_LIMIT_S))
+                done = course("grade", ASSIGNMENT, "--root", root, "--jobs", JOBS, timeout=int(CLASS_TIME_LIMIT_S))
                 log = done.stdout + done.stderr
     finally:
         listener.stop()

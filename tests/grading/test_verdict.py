@@ -521,6 +521,13 @@ def submission(root, forgery):
     return notebook
 
 
+# A shorter cell limit than the default, as the untrusted class has (tests/grading/test_untrusted.py): a forgery
+# that hangs its program (checks-patched-by-a-constant) waits out this limit in the kernel, and a multiple of it in
+# the verdict (DecideGrades.with_limits), under each grader: at 60 s that one submission took about 190 s of each
+# class. The controls' cells take well under a second.
+CELL_LIMIT = "\nc.Execute.timeout = 10\n"
+
+
 @pytest.fixture(scope="module", params=["nbgrader autograde", "course grade"])
 def grader(request):
     return request.param
@@ -531,7 +538,7 @@ def graded(grader, course, course_folder):
     """assignment → (course folder, points per student and test cell, log)"""
     classes = {}
     for assignment in ASSIGNMENTS:
-        root = course_folder(assignment, f"forgeries-{assignment}", config="\nc.Execute.timeout = 60\n")
+        root = course_folder(assignment, f"forgeries-{assignment}", config=CELL_LIMIT)
         classroom.submit(root, assignment, CONTROL, classroom.solved_notebook(root, assignment))
         for forgery in FORGERIES:
             if forgery["assignment"] == assignment:

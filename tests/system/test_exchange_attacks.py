@@ -23,6 +23,9 @@ from support import unix_users
 from support.messages import shows
 from support.paths import BIN, with_bin_on_path
 
+pytestmark = pytest.mark.build_independent  # release, submit and collect move files and run no kernel; no PyTorch
+# build changes them: .ci/run runs it once
+
 ROOT = classroom.ROOT
 ASSIGNMENT = "a1_tensor_to"
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
