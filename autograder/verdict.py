@@ -61,7 +61,7 @@ from .simulate import Machine, simulated_accelerator, simulated_machine
 # (`ON_GPU = torch.cuda.is_available()`) is then the same on a GPU grader and a CPU one: the same points.
 STUDENTS_MACHINE = Machine(present=None, built=None)
 RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
-_LENGTH = struct.Struct("<I")  # of the solutions that follow a test cell's "g" to the program
+_LENGTH = struct.Struct("<I")  # of what follows a test cell's "g" to the program (its calls, seed, solutions)
 
 
 def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
