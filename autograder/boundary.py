@@ -18,8 +18,9 @@ So a function body can do anything in the caller (patch the checks, write a forg
 still decide nothing: the judge reads its result with `torch.load(weights_only=True)`, PyTorch's
 loader for untrusted checkpoints, and rebuilds it from a closed set of kinds; an unreadable or missing
 result fails the call. Both children start from the same state (`same_draws`), and what only the judge
-runs keeps its random number generators (`judge_only`), so the cell's own tensors are the same in both; the caller restores the random number generators after each student call, so that what
-the student's code drew does not change the cell's later tensors.
+runs keeps its random number generators (`judge_only`), so the cell's own tensors are the same in both;
+the caller restores the random number generators after each student call, so that what the student's
+code drew does not change the cell's later tensors.
 
 What the judge cannot see it is told: whether a returned tensor is a leaf, requires grad, or is
 computed from one of the call's arguments (the caller walks its autograd graph). Such a tensor is

@@ -27,6 +27,7 @@ not change, in a statement whose value only the checks read, anything a later ca
 import ast
 import copy
 import functools
+import itertools
 import sys
 import types
 from dataclasses import dataclass
@@ -77,7 +78,7 @@ def split(source: str) -> Split:
     """The caller's and the judge's versions of a test cell (SyntaxError if it is not Python)."""
     tree = ast.parse(source)
     crossing = _crossing_names(tree)
-    body = _hoisted(tree.body, crossing, iter(range(10**6)))
+    body = _hoisted(tree.body, crossing, itertools.count())
     assigned = {name for node in ast.walk(ast.Module(body=body, type_ignores=[])) for name in _binds(node)}
     needed = set()  # the names a shared statement reads
     while True:
@@ -152,15 +153,9 @@ def _hoisted(body, crossing, counter) -> list:
     out, in the order Python evaluates them, into an assignment of its own before it."""
     result = []
     for statement in body:
-        statement = copy.copy(statement)
-        for field in ("body", "orelse", "finalbody"):
-            if isinstance(getattr(statement, field, None), list) and field in statement._fields \
-                    and not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                setattr(statement, field, _hoisted(getattr(statement, field), crossing, counter))
-        if isinstance(statement, ast.Try):
-            statement.handlers = [copy.copy(handler) for handler in statement.handlers]
-            for handler in statement.handlers:
-                handler.body = _hoisted(handler.body, crossing, counter)
+        if _children(statement) is not None:
+            result.append(_rebuilt(statement, lambda block, field: _hoisted(block, crossing, counter)))
+            continue
         hoistable = _is_check(statement, crossing) or isinstance(statement, ast.Assert) \
             or isinstance(statement, ast.Assign) and all(isinstance(t, ast.Name) for t in statement.targets)
         if hoistable and _calls(statement, crossing):
@@ -371,21 +366,9 @@ def _aliases(body, needed) -> set:
 
 def _kept(body, shared) -> list:
     """The caller's statements: the shared ones, each compound one holding only its shared parts."""
-    kept = []
-    for statement in body:
-        if not shared.get(id(statement)):
-            continue
-        statement = copy.copy(statement)
-        if _children(statement) is not None:
-            for field in ("body", "orelse", "finalbody"):
-                if field in statement._fields:
-                    setattr(statement, field, _filled(_kept(getattr(statement, field), shared), field))
-            if isinstance(statement, ast.Try):
-                statement.handlers = [copy.copy(handler) for handler in statement.handlers]
-                for handler in statement.handlers:
-                    handler.body = _filled(_kept(handler.body, shared), "body")
-        kept.append(statement)
-    return kept
+    return [_rebuilt(statement, lambda block, field: _filled(_kept(block, shared), field))
+            if _children(statement) is not None else statement
+            for statement in body if shared.get(id(statement))]
 
 
 def _guarded(body, shared) -> list:
@@ -393,20 +376,25 @@ def _guarded(body, shared) -> list:
     guarded = []
     for statement in body:
         if not shared.get(id(statement)):
-            guarded.append(ast.With(items=[ast.withitem(context_expr=ast.Call(
-                func=ast.Name(id=GUARD, ctx=ast.Load()), args=[], keywords=[]))], body=[statement]))
-            continue
-        statement = copy.copy(statement)
-        if _children(statement) is not None:
-            for field in ("body", "orelse", "finalbody"):
-                if field in statement._fields:
-                    setattr(statement, field, _guarded(getattr(statement, field), shared))
-            if isinstance(statement, ast.Try):
-                statement.handlers = [copy.copy(handler) for handler in statement.handlers]
-                for handler in statement.handlers:
-                    handler.body = _guarded(handler.body, shared)
+            guard = ast.Call(func=ast.Name(id=GUARD, ctx=ast.Load()), args=[], keywords=[])
+            statement = ast.With(items=[ast.withitem(context_expr=guard)], body=[statement])
+        elif _children(statement) is not None:
+            statement = _rebuilt(statement, lambda block, field: _guarded(block, shared))
         guarded.append(statement)
     return guarded
+
+
+def _rebuilt(statement, blocks):
+    """A copy of a compound statement (`_children`) whose every block of statements is `blocks(block, field)`."""
+    statement = copy.copy(statement)
+    for field in ("body", "orelse", "finalbody"):
+        if field in statement._fields:
+            setattr(statement, field, blocks(getattr(statement, field), field))
+    if isinstance(statement, ast.Try):
+        statement.handlers = [copy.copy(handler) for handler in statement.handlers]
+        for handler in statement.handlers:
+            handler.body = blocks(handler.body, "body")
+    return statement
 
 
 def _filled(statements, field) -> list:

@@ -69,15 +69,14 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
     (its own imports done), then one per test cell, or one naming the instructor's cell that failed here.
     `solutions`: a descriptor to read, once the program runs apart, the instructor's solutions that each
     test cell's caller binds (DecideGrades.references); `tests`: one to read then the test cells' text (grade
-    id → {"source", "visible"}). Neither was ever in the program's memory; a test cell given in `cells`
-    with its "source" (the tests' own calls) is read from there."""
+    id → {"source", "visible"}; a test cell in `cells` has none). Neither was ever in the program's memory."""
     pipes = [os.pipe() for cell in cells if cell["kind"] == "test"]  # caller k → judge k
     go, start = os.pipe()  # the parent → the program: fork the caller of the next test cell
     spared = _processes() if sandboxed else set()  # the sandbox's init, its holder, this process
     from IPython.core import interactiveshell  # noqa: F401: imported once, here, for every program's shell
     program = _fork()
     if program == 0:
-        _program([_without_text(cell) for cell in cells], [writer for _, writer in pipes], go, timeout)  # never returns
+        _program(cells, [writer for _, writer in pipes], go, timeout)  # never returns
     spared.add(program)
     os.close(go)
     os.set_blocking(start, False)  # a program that stopped reading holds back only its own callers
@@ -98,7 +97,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
                 break
         elif cell["kind"] == "test":
             reader = next(readers)
-            cell = {**cell, **texts.get(cell["grade_id"], {})}
+            cell = {**cell, **texts[cell["grade_id"]]}
             try:
                 sides = slicing.split(cell["source"])
             except (SyntaxError, ValueError):  # the instructor's test cell, not the student's
@@ -122,12 +121,6 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
             _record(grader_fd, result)
             recorded.add(cell["grade_id"])
     _kill(program)
-
-
-def _without_text(cell) -> dict:
-    """A cell as the program holds it: a test cell without its text (its caller gets its calls alone)."""
-    return {key: value for key, value in cell.items() if key not in ("source", "visible")} \
-        if cell["kind"] == "test" else cell
 
 
 def _seed(source) -> int:
@@ -314,8 +307,8 @@ def _caller(started, namespace, writer, names):
         loop = asyncio.new_event_loop()  # the program's own shared its selector with the program
         asyncio.set_event_loop(loop)
 
-        async def calls():
-            _test({"source": started["source"], "grade_id": "calls"}, dict(namespace))
+        async def calls():  # what they raise is the judge's to report, from its own side of the cell
+            exec(compile(started["source"], "<calls>", "exec", dont_inherit=True), dict(namespace))
 
         loop.run_until_complete(calls())
     finally:
