@@ -29,6 +29,7 @@ from nbformat.v4 import new_code_cell
 from course import classroom, settings
 from course.plugins.autograde import NBGRADER_FILES
 from course.terminal import CONTROL_BUT_LINES, OWN
+from support.graders import each_grader_under_one_build
 from support.messages import shows
 
 ASSIGNMENT = "a1_tensor_to"
@@ -104,7 +105,8 @@ def edited(notebook, case):
     return notebook
 
 
-@pytest.fixture(scope="module", params=NOT_GRADED)
+# `course grade` here under the CPU build in CI, plain nbgrader under the CUDA build (test_verdict.py the other way)
+@pytest.fixture(scope="module", params=each_grader_under_one_build(under_the_cpu_build="course grade"))
 def grader(request):
     return request.param
 

@@ -19,6 +19,7 @@ from course import classroom
 from course.kernels import forkserver
 from course.plugins import autograde
 from course.plugins.autograde import DecideGrades, SafeExecute, VerdictUnavailable
+from support.graders import each_grader_under_one_build
 from support.messages import shows
 from support.notebooks import hidden_lines
 
@@ -528,7 +529,8 @@ def submission(root, forgery):
 CELL_LIMIT = "\nc.Execute.timeout = 10\n"
 
 
-@pytest.fixture(scope="module", params=["nbgrader autograde", "course grade"])
+# plain nbgrader here under the CPU build in CI, `course grade` under the CUDA build (test_untrusted.py the other way)
+@pytest.fixture(scope="module", params=each_grader_under_one_build(under_the_cpu_build="nbgrader autograde"))
 def grader(request):
     return request.param
 
