@@ -1,5 +1,6 @@
 """Untrusted submissions, graded in one class between two controls, by the real `nbgrader autograde`
-(here with every kernel a new process) and by `course grade` (kernels forked from a warm fork server,
+(here with every kernel a new process; the cases that wait out a time limit asleep in a second class with its
+own controls, graded at the same time) and by `course grade` (kernels forked from a warm fork server,
 several submissions at a time), every kernel in its own sandbox (course/kernels/sandbox.py).
 
 Tampering earns nothing from the point it happens and shows a bilingual note; crashes and time-outs
@@ -18,6 +19,7 @@ import stat
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from dataclasses import dataclass
@@ -46,8 +48,9 @@ c.SafeExecute.grading_timeout = 100
 c.Sandbox.memory_bytes = 1536 * 2**20
 c.Sandbox.processes = 256
 """
-# the whole class, on an idle machine: about 340 s with plain nbgrader on 2 cores (each notebook's own
-# budget is 30 s); other work on the same cores (CI runs two builds side by side) stretches it
+# the whole class, on an idle machine: about 340 s with plain nbgrader on 2 cores with the sleepers in the
+# same class (each notebook's own budget is 30 s); other work on the same cores (CI runs two builds side by
+# side) stretches it
 CLASS_TIME_LIMIT_S = 600 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
 # `course grade` with more jobs than cores, as tests/grading/test_parallel.py grades: the slowest cases here run out
 # a time limit (holds-the-class its whole grading budget, sleeping; slow-notebook its notebook budget; the endless
@@ -56,6 +59,9 @@ JOBS = (os.cpu_count() or 1) + 2
 CANARY = "COURSE_GRADER_CANARY"  # a variable in the grader's environment (the attacks look for "CANARY")
 SUCCEEDED = "ATTACK SUCCEEDED"
 ATTACKS = [c for c in CASES if c.get("attack")]
+# cases that wait out a time limit asleep: plain nbgrader, which grades one submission at a time, grades them
+# in a class of their own (with its own controls) at the same time as the rest, not after it
+SLEEPERS = [c for c in CASES if c.get("sleeps")]
 # how each grader names a submission it could not process
 NOT_GRADED = {"nbgrader autograde": "for student '{}'", "course grade": "! {}: not graded"}
 
@@ -113,17 +119,19 @@ def grader(request):
 
 @dataclass
 class Graded:
-    root: Path
-    scores: dict
-    log: str
-    elapsed: float
+    roots: list           # the course folders graded: the class's, and with plain nbgrader the sleepers' (SLEEPERS)
+    scores: dict          # student → points per test cell (a control's: in the class's folder; every folder's: controls)
+    controls: list        # (folder, student, points) for the controls of every folder
+    log: str              # what the grader printed, for every folder
+    elapsed: float        # seconds until every folder was graded
     before: dict          # the course files (but what nbgrader writes) before grading: path → hash
     after: dict           # the same, after
     connections: list     # what reached the TCP listener on 127.0.0.1
     left_behind: list     # processes of this class still running once the grader has exited
 
-    def __iter__(self):  # root, scores, log, elapsed
-        return iter((self.root, self.scores, self.log, self.elapsed))
+    def root_of(self, student: str) -> Path:
+        """The course folder this student was graded in."""
+        return next(root for root in self.roots if (root / "submitted" / student).exists())
 
 
 class Listener:
@@ -155,26 +163,28 @@ class Listener:
         self.server.close()
 
 
-def course_files(root: Path) -> dict:
-    """Every file, folder and link under the course folder (.pyc included), except what the graders
+def course_files(roots: list[Path]) -> dict:
+    """Every file, folder and link under the course folders (.pyc included), except what the graders
     themselves write there while grading (autograded/, the gradebook, `course grade`'s logs/, each graded
     submission's diagnoses in attempts/)."""
     found = {}
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        if relative.parts[0] in ("autograded", "logs", "attempts") or relative.parts[0].startswith("gradebook.db"):
-            continue
-        if path.is_symlink():
-            found[str(relative)] = f"link to {os.readlink(path)}"
-        elif path.is_dir():
-            found[str(relative)] = "folder"
-        else:
-            found[str(relative)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            relative = path.relative_to(root)
+            if relative.parts[0] in ("autograded", "logs", "attempts") or relative.parts[0].startswith("gradebook.db"):
+                continue
+            key = f"{root}: {relative}"
+            if path.is_symlink():
+                found[key] = f"link to {os.readlink(path)}"
+            elif path.is_dir():
+                found[key] = "folder"
+            else:
+                found[key] = hashlib.sha256(path.read_bytes()).hexdigest()
     return found
 
 
-def processes_of(root: Path, tag: str) -> list[str]:
-    """Processes that carry this class's attack tag, name the course folder, or work inside it."""
+def processes_of(roots: list[Path], tag: str) -> list[str]:
+    """Processes that carry this class's attack tag, name a course folder, or work inside one."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -184,18 +194,16 @@ def processes_of(root: Path, tag: str) -> list[str]:
             works_in = os.readlink(entry / "cwd")
         except OSError:
             continue  # gone, or another user's
-        if tag in command or str(root) in command or works_in.startswith(str(root)):
+        if tag in command or any(str(root) in command or works_in.startswith(str(root)) for root in roots):
             found.append(f"{entry.name}: {command[:200]} (in {works_in})")
     return found
 
 
-@pytest.fixture(scope="module")
-def graded(grader, course, course_folder, tmp_path_factory):
-    root = course_folder(ASSIGNMENT, "untrusted", config=TEST_LIMITS)
-    listener, tag = Listener(), f"course-attack-{uuid.uuid4().hex[:12]}"
+def submit_class(root: Path, cases: list, listener: Listener, tag: str):
+    """The controls, first and last by name, and each case's submission."""
     for student in CONTROLS:
         classroom.submit(root, ASSIGNMENT, student, classroom.solved_notebook(root, ASSIGNMENT))
-    for case in CASES:
+    for case in cases:
         student = case["id"]
         if "raw" in case:
             classroom.submit(root, ASSIGNMENT, student, raw=case["raw"].encode())
@@ -213,33 +221,55 @@ def graded(grader, course, course_folder, tmp_path_factory):
         if "filename" in case:
             path = classroom.notebook_path(root, "submitted", ASSIGNMENT, student)
             path.rename(path.with_name(case["filename"]))
+
+
+def autograde(root: Path) -> str:
+    # kernels started as new processes here (the course forks them by default, as `course grade` does): the
+    # attacks meet both ways a grading kernel can start
+    return classroom.nbgrader(root, "autograde", ASSIGNMENT, "--GradingKernelManager.fork_server=False",
+                              check=False)[1]
+
+
+@pytest.fixture(scope="module")
+def graded(grader, course, course_folder, tmp_path_factory):
+    listener, tag = Listener(), f"course-attack-{uuid.uuid4().hex[:12]}"
+    if grader == "nbgrader autograde":  # one submission at a time: the sleepers in a class of their own beside
+        classes = {course_folder(ASSIGNMENT, "untrusted", config=TEST_LIMITS): [c for c in CASES if c not in SLEEPERS],
+                   course_folder(ASSIGNMENT, "untrusted-sleepers", config=TEST_LIMITS): SLEEPERS}
+    else:
+        classes = {course_folder(ASSIGNMENT, "untrusted", config=TEST_LIMITS): CASES}
+    for root, cases in classes.items():
+        submit_class(root, cases, listener, tag)
+    roots = list(classes)
     # secrets of the grader that no kernel may see: a variable and a file in its home folder
     home = tmp_path_factory.mktemp("grader-home")
     (home / "canary-private-key").write_text("secret")
-    before = course_files(root)
+    before = course_files(roots)
     started = time.monotonic()
     try:
         with pytest.MonkeyPatch.context() as grader_environment:  # module scope: no monkeypatch fixture
             grader_environment.setenv("HOME", str(home))
             grader_environment.setenv(CANARY, "the grader's secret")
             if grader == "nbgrader autograde":
-                # kernels started as new processes here (the course forks them by default, as `course grade`
-                # below does): the attacks meet both ways a grading kernel can start
-                _, log = classroom.nbgrader(root, "autograde", ASSIGNMENT, "--GradingKernelManager.fork_server=False",
-                                            check=False)
+                with ThreadPoolExecutor(len(roots)) as graders:
+                    log = "".join(graders.map(autograde, roots))
             else:
-                done = course("grade", ASSIGNMENT, "--root", root, "--jobs", JOBS, timeout=int(CLASS_TIME_LIMIT_S))
+                done = course("grade", ASSIGNMENT, "--root", roots[0], "--jobs", JOBS, timeout=int(CLASS_TIME_LIMIT_S))
                 log = done.stdout + done.stderr
     finally:
         listener.stop()
     elapsed = time.monotonic() - started
-    left_behind = processes_of(root, tag)
-    return Graded(root, classroom.scores(root, ASSIGNMENT), log, elapsed, before, course_files(root),
-                  listener.connections, left_behind)
+    left_behind = processes_of(roots, tag)
+    scores = {root: classroom.scores(root, ASSIGNMENT) for root in roots}
+    controls = [(root, student, scores[root].get(student)) for root in roots for student in CONTROLS]
+    merged = {student: points for root in reversed(roots) for student, points in scores[root].items()}
+    return Graded(roots, merged, controls, log, elapsed, before, course_files(roots), listener.connections,
+                  left_behind)
 
 
-def why_graded(course: Path, student: str) -> str:
+def why_graded(graded: Graded, student: str) -> str:
     """What a failed grade needs to be understood: the errors its test cells showed, its grading log."""
+    course = graded.root_of(student)
     log = course / "logs" / ASSIGNMENT / f"{student}.log"  # `course grade` keeps one per student
     return (f"errors shown: {classroom.diagnostics(course, ASSIGNMENT, student)}\n"
             + (f"grading log:\n{log.read_text('utf-8')[-3000:]}" if log.exists() else ""))
@@ -247,32 +277,31 @@ def why_graded(course: Path, student: str) -> str:
 
 @pytest.mark.parametrize("student", CONTROLS)
 def test_control_students_keep_full_marks(graded, student):
-    course, scores, _, _ = graded
-    assert scores[student] == classroom.max_points(ASSIGNMENT), why_graded(course, student)
+    for course, control, points in graded.controls:
+        if control == student:
+            assert points == classroom.max_points(ASSIGNMENT), f"{course}: {classroom.diagnostics(course, ASSIGNMENT, student)}"
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.get("graded", True)], ids=lambda c: c["id"])
 def test_each_case_earns_exactly_what_it_should(graded, case):
-    course, scores, log, _ = graded
-    assert case["id"] in scores, f"{case['id']} was not graded:\n{log[-3000:]}"
+    scores = graded.scores
+    assert case["id"] in scores, f"{case['id']} was not graded:\n{graded.log[-3000:]}"
     full = classroom.max_points(ASSIGNMENT)
     expected = {cell: 0 if cell in case["zero"] else points for cell, points in full.items()}
-    assert scores[case["id"]] == expected, why_graded(course, case["id"])
+    assert scores[case["id"]] == expected, why_graded(graded, case["id"])
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if "shows" in c], ids=lambda c: c["id"])
 def test_each_case_shows_its_bilingual_note(graded, case):
-    course, _, _, _ = graded
-    shown = classroom.diagnostics(course, ASSIGNMENT, case["id"])
+    shown = classroom.diagnostics(graded.root_of(case["id"]), ASSIGNMENT, case["id"])
     for cell in case["zero"]:
         assert shows(shown.get(cell, ""), case["shows"]), f"{case['id']} · {cell}: {shown.get(cell)}"
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if not c.get("graded", True)], ids=lambda c: c["id"])
 def test_broken_files_are_reported_and_earn_nothing(graded, grader, case):
-    course, scores, log, _ = graded
-    assert case["id"] not in scores
-    assert NOT_GRADED[grader].format(case["id"]) in log
+    assert case["id"] not in graded.scores
+    assert NOT_GRADED[grader].format(case["id"]) in graded.log
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if "reported" in c], ids=lambda c: c["id"])
@@ -281,19 +310,17 @@ def test_a_submission_past_its_grading_budget_is_not_graded_and_says_so(graded, 
     together pass its budget, and tells the instructor so in both languages. It has no grade and no graded
     notebook (so no feedback page with a zero); every other student of the same class is graded right
     (test_control_students_keep_full_marks, test_each_case_earns_exactly_what_it_should) in bounded time."""
-    course, scores, log, _ = graded
-    assert case["id"] not in scores
-    assert shows(log, case["reported"]), log[-3000:]
-    assert not classroom.notebook_path(course, "autograded", ASSIGNMENT, case["id"]).exists()
+    assert case["id"] not in graded.scores
+    assert shows(graded.log, case["reported"]), graded.log[-3000:]
+    assert not classroom.notebook_path(graded.root_of(case["id"]), "autograded", ASSIGNMENT, case["id"]).exists()
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if "noted" in c], ids=lambda c: c["id"])
 def test_what_the_grader_did_to_a_graded_submission_is_said_in_both_languages(graded, case):
     """Extra files in a submission folder are left out of grading, with a note for the instructor naming them;
     the kernel's folder then held only the assignment's files (its own check, test_no_attack_reaches...)."""
-    course, scores, log, _ = graded
-    assert shows(log, case["noted"]), log[-3000:]
-    autograded = classroom.notebook_path(course, "autograded", ASSIGNMENT, case["id"]).parent
+    assert shows(graded.log, case["noted"]), graded.log[-3000:]
+    autograded = classroom.notebook_path(graded.root_of(case["id"]), "autograded", ASSIGNMENT, case["id"]).parent
     assert {path.name for path in autograded.iterdir()} - NBGRADER_FILES == {f"{ASSIGNMENT}.ipynb"}
 
 
@@ -321,7 +348,7 @@ CHECKSUM_CHANGED = "[AutogradeApp | WARNING] Attribute 'checksum' for cell test_
 def test_a_tampered_test_cell_is_reported_on_the_terminal_and_in_the_students_log(graded, grader):
     """nbgrader's warning about a changed test cell reaches the instructor under both graders; `course
     grade` also keeps each student's whole log, and names the student on the terminal."""
-    course, _, log, _ = graded
+    course, log = graded.root_of("emptied-test-cell"), graded.log
     if grader == "nbgrader autograde":
         assert CHECKSUM_CHANGED in log
         return
@@ -347,35 +374,36 @@ def test_the_memory_bomb_asks_for_more_than_the_configured_limit():
 
 
 def test_huge_output_is_truncated(graded):
-    course, _, _, _ = graded
-    autograded = classroom.notebook_path(course, "autograded", ASSIGNMENT, "huge-print")
+    autograded = classroom.notebook_path(graded.root_of("huge-print"), "autograded", ASSIGNMENT, "huge-print")
     assert autograded.stat().st_size < 2_000_000
 
 
 def test_the_class_finishes_in_bounded_time_with_a_consistent_gradebook(graded):
-    course, scores, _, elapsed = graded
-    assert elapsed < CLASS_TIME_LIMIT_S
+    assert graded.elapsed < CLASS_TIME_LIMIT_S
     graded_cases = {c["id"] for c in CASES if c.get("graded", True)}
-    assert set(scores) == graded_cases | set(CONTROLS)
+    assert set(graded.scores) == graded_cases | set(CONTROLS)
+    assert all(points is not None for _, _, points in graded.controls)
     from nbgrader.api import Gradebook
 
-    with Gradebook(settings.gradebook_url(settings.load(course))) as gradebook:
-        for student in scores:
-            submission = gradebook.find_submission(ASSIGNMENT, student)
-            assert submission.score == pytest.approx(sum(scores[student].values()))
+    for course in graded.roots:
+        scores = classroom.scores(course, ASSIGNMENT)
+        with Gradebook(settings.gradebook_url(settings.load(course))) as gradebook:
+            for student in scores:
+                submission = gradebook.find_submission(ASSIGNMENT, student)
+                assert submission.score == pytest.approx(sum(scores[student].values()))
 
 
 @pytest.mark.parametrize("case", ATTACKS, ids=lambda c: c["id"])
 def test_no_attack_reaches_anything_outside_its_kernel(graded, case):
     """What the attack printed (its feedback): it never reached its target."""
-    autograded = classroom.notebook_path(graded.root, "autograded", ASSIGNMENT, case["id"])
+    autograded = classroom.notebook_path(graded.root_of(case["id"]), "autograded", ASSIGNMENT, case["id"])
     shown = autograded.read_text("utf-8")
     assert SUCCEEDED not in shown, [line for line in shown.splitlines() if SUCCEEDED in line]
 
 
 def test_no_graded_notebook_was_written_by_an_attack(graded):
     """A process left behind would write into the notebooks of students graded after it."""
-    for notebook in (graded.root / "autograded").rglob("*.ipynb"):
+    for notebook in (path for root in graded.roots for path in (root / "autograded").rglob("*.ipynb")):
         assert SUCCEEDED not in notebook.read_text("utf-8", errors="replace"), notebook
 
 
@@ -396,7 +424,7 @@ def test_no_process_is_left_behind(graded):
 def test_nothing_is_left_for_the_grader_to_trip_on(graded):
     """No link (nbgrader writes the graded notebook through it), pipe, socket or set-user-ID file in
     autograded/, where the grader and feedback read and write after the kernel."""
-    for path in (graded.root / "autograded").rglob("*"):
+    for path in (path for root in graded.roots for path in (root / "autograded").rglob("*")):
         mode = path.lstat().st_mode
         assert stat.S_ISDIR(mode) or stat.S_ISREG(mode), path
         assert not mode & (stat.S_ISUID | stat.S_ISGID), path
