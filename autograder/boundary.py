@@ -340,7 +340,7 @@ def _reported(what, failure) -> AssertionError:
 
 def _traceback_lines(error, limit=8) -> list[str]:
     """The source lines where `error` was raised, innermost first: the grader shows the first that is a
-    line of the student's own cells (verdict.render), never one of the test's."""
+    line of the student's own cells (diagnostics.render), never one of the test's."""
     import linecache
     import traceback
 

@@ -73,7 +73,7 @@ def printable(text: str, limit: int = 4000) -> str:
 
 
 def typed_field(value) -> dict:
-    """A diagnostic's field as a typed value the verdict's parent can check (autograder/verdict.py: render)."""
+    """A diagnostic's field as a typed value the verdict's parent can check (autograder/diagnostics.py: render)."""
     import torch
 
     if isinstance(value, Bilingual):

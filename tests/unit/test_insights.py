@@ -41,7 +41,7 @@ def test_the_grader_names_why_a_test_cell_lost_its_points(record, kernel_error, 
 
 
 def test_the_verdict_names_only_keys_of_the_catalogue():
-    from autograder.verdict import diagnosis
+    from autograder.diagnostics import diagnosis
 
     assert diagnosis({"key": "wrong_dtype", "fields": {"hint": {"text": "dtype_hint_keep"}}}) == \
         {"key": "wrong_dtype", "hint": "dtype_hint_keep"}

@@ -118,12 +118,12 @@ def test_a_missing_corpus_says_where_to_run_the_demo(tmp_path, monkeypatch):
 def test_the_verdict_knows_every_name_the_checks_modules_hold():
     """What a diagnostic may name includes the checks' own names (the verdict shows '…' for any other
     word): those of every module of the package, as when it was one file (`torch`, `Mapping`, …)."""
-    from autograder import checks, verdict
+    from autograder import checks, diagnostics
 
     modules = [checks, *(importlib.import_module(f"autograder.checks.{p.stem}")
                          for p in Path(checks.__file__).parent.glob("*.py") if p.stem != "__init__")]
     names = {name for module in modules for name in dir(module)}
-    assert {"torch", "Mapping", "NormKernelInputs"} <= names <= verdict._words("")
+    assert {"torch", "Mapping", "NormKernelInputs"} <= names <= diagnostics._words("")
 
 
 def test_the_boundary_never_imports_the_verdict_that_imports_it():
