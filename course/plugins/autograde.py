@@ -200,6 +200,39 @@ class OverwriteCellsQuietly(OverwriteCells):
         super().report_change(name, attr, old, new)
 
 
+class RestoreInstructorsCells(NbGraderPreprocessor):
+    """An instructor's code cell (locked, neither graded nor an answer: the imports, a2's `norm_layers`) that the
+    submission lacks is put back from the gradebook, after the cell the source notebook holds before it, with
+    a bilingual comment that says so, and a warning for the instructor.
+
+    nbgrader's OverwriteCells (`add_missing_cells`) puts back a deleted test or task cell only. Jupyter does not
+    let a student delete a locked cell (the release marks it undeletable), but an editor does; without the
+    cell, the tests that need what it defines would fail in the kernel and in the verdict's judge, and cost an
+    answer that is right without it (a student who imports what their own cells use). Runs after OverwriteCells.
+    """
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        present = {cell.metadata.get("nbgrader", {}).get("grade_id") for cell in nb.cells}
+        with Gradebook(info["db_url"]) as gradebook:
+            notebook = gradebook.find_notebook(info["notebook"], info["assignment"])
+            special = {cell.name for cells in (notebook.grade_cells, notebook.solution_cells, notebook.task_cells)
+                       for cell in cells}
+            order = [cell.name for cell in notebook.source_cells]  # the source's order, as OverwriteCells reads it
+            missing = [(order.index(cell.name), cell.name, cell.source, cell.checksum) for cell in notebook.source_cells
+                       if cell.locked and cell.cell_type == "code" and cell.name not in special | present]
+        for place, name, source, checksum in sorted(missing):
+            before = [k for k, cell in enumerate(nb.cells)
+                      if cell.metadata.get("nbgrader", {}).get("grade_id") in order[:place]]
+            note = "\n".join(f"# {line}" for line in message("instructors_cell_restored").splitlines())
+            nb.cells.insert(before[-1] + 1 if before else 0, nbformat.v4.new_code_cell(
+                f"{note}\n{source}", metadata={"deletable": False, "editable": False, "nbgrader": {
+                    "grade": False, "solution": False, "locked": True, "task": False, "grade_id": name,
+                    "checksum": checksum, "schema_version": 3}}))
+            self.log.warning(message("instructors_cell_restored_log", cell=name))
+        return nb, resources
+
+
 class SafeExecute(Execute):
     """nbgrader's Execute, for a kernel that runs untrusted code: sandboxed, shown only the released
     test cells, its outputs bounded, and a kernel that dies or hangs costs only the cells it did not run.
@@ -717,12 +750,13 @@ def sanitize_pipeline() -> list:
     malformed nbgrader metadata or unknown grade ids made ordinary cells, and OverwriteCells that does not
     warn about test cells left as released (their hidden tests make the checksum differ), so that a warning
     in the log means a test cell was really changed; before it, the cells of a 繁體 view made the released ones
-    again (ViewedAsReleased)."""
+    again (ViewedAsReleased); after it, an instructor's cell the submission lacks put back (RestoreInstructorsCells)."""
     pipeline = [f"{__name__}.ForgetStaleFeedback", f"{__name__}.OnlyTheAssignmentsFiles",
                 *_nbgrader_default("sanitize_preprocessors")]
     pipeline.insert(pipeline.index(DeduplicateIds), f"{__name__}.DropMalformedMetadata")
     pipeline.insert(pipeline.index(OverwriteCells), f"{__name__}.ForgetUnknownCells")
     pipeline.insert(pipeline.index(OverwriteCells), f"{__name__}.ViewedAsReleased")
+    pipeline.insert(pipeline.index(OverwriteCells) + 1, f"{__name__}.RestoreInstructorsCells")
     pipeline[pipeline.index(OverwriteCells)] = f"{__name__}.OverwriteCellsQuietly"
     return pipeline
 

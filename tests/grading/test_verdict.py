@@ -509,6 +509,7 @@ def submission(root, forgery):
         moving = next(c for c in notebook.cells if classroom.grade_id(c) == moved_id)
         notebook.cells.remove(moving)
         notebook.cells.insert(next(i for i, c in enumerate(notebook.cells) if classroom.grade_id(c) == above), moving)
+    notebook.cells = [cell for cell in notebook.cells if classroom.grade_id(cell) not in forgery.get("delete", [])]
     crafted = forgery.get("crafted")
     if crafted == "bad-points":
         for cell in notebook.cells:

@@ -14,7 +14,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from nbgrader.api import Gradebook
 
 from course.authoring.monolingual import to_traditional
-from course.plugins.autograde import DropMalformedMetadata, ForgetUnknownCells, ViewedAsReleased
+from course.plugins.autograde import DropMalformedMetadata, ForgetUnknownCells, RestoreInstructorsCells, ViewedAsReleased
 from course.plugins.feedback import HideHiddenTests, RequireHandGrading, WrapDiagnostics
 from support.messages import shows
 
@@ -35,8 +35,11 @@ def gradebook_file(tmp_path_factory) -> Path:
         with Gradebook(f"sqlite:///{path}") as book:
             book.add_assignment("a1")
             book.add_notebook("nb", "a1")
+            # the source's cells in order: the instructor's imports, a test, the instructor's helper, an answer
+            book.add_source_cell("imports", "nb", "a1", cell_type="code", locked=True, source="import torch")
             book.add_grade_cell("test_move", "nb", "a1", max_score=2, cell_type="code")
             book.add_source_cell("test_move", "nb", "a1", cell_type="code", locked=True, source="assert True")
+            book.add_source_cell("helpers", "nb", "a1", cell_type="code", locked=True, source="LAYERS = (1, 2)")
             book.add_grade_cell("written", "nb", "a1", max_score=2, cell_type="markdown")
             book.add_source_cell("written", "nb", "a1", cell_type="markdown", locked=False, source="")
             book.add_student("ada")
@@ -81,6 +84,46 @@ def test_a_cell_claiming_an_unknown_grade_id_becomes_an_ordinary_cell(gradebook,
     assert "nbgrader" not in nb.cells[0].metadata
     assert nb.cells[1].metadata["nbgrader"]["grade_id"] == "test_move"
     assert "unknown grade id 'test_forged'" in caplog.text
+
+
+def instructors_cell(source, grade_id):
+    return new_code_cell(source, metadata={"nbgrader": {"grade": False, "solution": False, "locked": True,
+                                                        "grade_id": grade_id, "schema_version": 3}})
+
+
+def grade_ids(nb) -> list:
+    return [cell.metadata.get("nbgrader", {}).get("grade_id") for cell in nb.cells]
+
+
+@pytest.mark.parametrize("kept, restored", [
+    (["imports", "test_move", "helpers"], []),
+    (["test_move", "helpers"], ["imports"]),
+    (["imports", "test_move"], ["helpers"]),
+    (["test_move"], ["imports", "helpers"]),
+])
+def test_an_instructors_cell_the_submission_lacks_is_put_back_where_the_source_holds_it(gradebook, caplog, kept, restored):
+    cells = {"imports": instructors_cell("import torch", "imports"), "test_move": graded_cell("assert True", "test_move"),
+             "helpers": instructors_cell("LAYERS = (1, 2)", "helpers")}
+    answer = new_code_cell("def move(x):\n    return x")  # a student's cell, after the test here
+    nb, _ = RestoreInstructorsCells().preprocess(new_notebook(cells=[cells[k] for k in kept] + [answer]),
+                                                 resources(gradebook))
+    assert grade_ids(nb) == ["imports", "test_move", "helpers", None]
+    assert nb.cells[-1].source == answer.source
+    for cell in nb.cells[:3]:
+        name = cell.metadata.nbgrader["grade_id"]
+        if name in restored:
+            assert cell.source.endswith(cells[name].source) and shows(cell.source, "instructors_cell_restored")
+            assert cell.metadata.nbgrader["locked"] and not cell.metadata.nbgrader["grade"]
+            assert shows(caplog.text, "instructors_cell_restored_log")
+        else:
+            assert cell is cells[name]
+    assert bool(restored) == ("missing from the submission" in caplog.text)
+
+
+def test_a_deleted_test_or_answer_is_not_this_steps_to_put_back(gradebook):
+    """OverwriteCells (add_missing_cells) puts back test cells; an answer is the student's to delete."""
+    nb, _ = RestoreInstructorsCells().preprocess(new_notebook(cells=[]), resources(gradebook))
+    assert grade_ids(nb) == ["imports", "helpers"]
 
 
 WRITTEN_STUB = "YOUR ANSWER HERE / 在此处作答"
@@ -206,9 +249,10 @@ def test_the_course_configuration_runs_nbgraders_pipelines_with_the_courses_step
     added = {"course.plugins.autograde.DropMalformedMetadata", "course.plugins.autograde.ForgetUnknownCells",
              "course.plugins.autograde.ViewedAsReleased", "course.plugins.autograde.DecideGrades",
              "course.plugins.autograde.ForgetStaleFeedback", "course.plugins.autograde.RememberAttempts",
-             "course.plugins.autograde.OnlyTheAssignmentsFiles"}
+             "course.plugins.autograde.OnlyTheAssignmentsFiles", "course.plugins.autograde.RestoreInstructorsCells"}
     for trait, steps in [("sanitize_preprocessors", ["ForgetStaleFeedback", "OnlyTheAssignmentsFiles", "DropMalformedMetadata", "DeduplicateIds",
-                                                     "ForgetUnknownCells", "ViewedAsReleased", "OverwriteCellsQuietly"]),
+                                                     "ForgetUnknownCells", "ViewedAsReleased", "OverwriteCellsQuietly",
+                                                     "RestoreInstructorsCells"]),
                          ("autograde_preprocessors", ["SafeExecute", "DecideGrades", "SaveAutoGrades",
                                                       "RememberAttempts"])]:
         pipeline = configured[trait]
