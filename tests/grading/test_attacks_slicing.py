@@ -1,9 +1,11 @@
 """The attacks of course/corpus/attacks-slicing.toml that got through the sliced verdict (issue 41), each as the
 smallest failing check the lead can fix against: the verdict alone (DecideGrades().verdict, as test_verdict.py's
 `decided` runs it, no kernel and no nbgrader) on the assignment's own cells, the solution filled in and the
-attack's answer in place of one. Graded for real with both graders, each attack earned what the corpus's
-`zero` says it should not (measured there); these are xfail(strict=True) until the verdict holds.
+attack's answer in place of one. Graded for real with both graders, each attack that got through earned what
+the corpus's `zero` says it should not (measured there): xfail(strict=True) until the verdict holds; those that
+held must go on holding.
 """
+import functools
 import re
 
 import nbformat
@@ -16,7 +18,6 @@ from course.plugins.autograde import DecideGrades, placed, solutions, verdict_ce
 from support.notebooks import hidden_lines
 
 ATTACKS = classroom.corpus("attacks-slicing")["attack"]
-GOT_THROUGH = [attack for attack in ATTACKS if attack["held"] is False]
 
 
 def source_notebook(assignment):
@@ -25,7 +26,8 @@ def source_notebook(assignment):
 
 def verdict_cells(attack) -> list[dict]:
     """The verdict's cells of the attack's submission: the source's code cells, each solution cell as the
-    solution (`base = "solution"`) or as released (`"release"`), the attack's `replace` put in."""
+    solution (`base = "solution"`) or as released (`"release"`), the attack's `replace` put in, and its
+    `insert` as a cell of its own after the imports."""
     cells = []
     for cell in source_notebook(attack["assignment"]).cells:
         if cell.cell_type != "code":
@@ -37,28 +39,51 @@ def verdict_cells(attack) -> list[dict]:
             made["source"] = released.source
         made["source"] = attack.get("replace", {}).get(made["grade_id"], made["source"]).strip()
         cells.append(made)
+        if made["grade_id"] == "imports" and "insert" in attack:  # a cell of the student's, as forgeries.toml's
+            cells.append({"kind": "student", "source": attack["insert"].strip(), "grade_id": None})
     return cells
 
 
-def records(attack) -> dict:
+@functools.cache
+def records_of(identifier) -> dict:
+    """The verdict's records of one attack, once for both tests."""
+    attack = next(attack for attack in ATTACKS if attack["id"] == identifier)
     source = source_notebook(attack["assignment"])
     return DecideGrades().verdict(placed(verdict_cells(attack), source), solutions(source))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 41: these attacks keep points they should lose (attacks-slicing.toml)")
-@pytest.mark.parametrize("attack", [a for a in GOT_THROUGH if not a["leaked"]], ids=lambda a: a["id"])
+def records(attack) -> dict:
+    return records_of(attack["id"])
+
+
+def cases(got_through, reason) -> list:
+    """Every attack of the corpus; one that `got_through` this test's defence xfail(strict=True) with `reason`."""
+    return [pytest.param(attack, id=attack["id"], marks=() if not got_through(attack) else
+                         pytest.mark.xfail(strict=True, reason=f"issue 41: {reason} (attacks-slicing.toml)"))
+            for attack in ATTACKS]
+
+
+def kept_points(attack) -> bool:
+    return not attack["held"] and not attack["leaked"]  # an attack that leaks gives up its cell's points
+
+
+@pytest.mark.parametrize("attack", cases(kept_points, "it keeps points it should lose"))
 def test_the_attack_earns_nothing_where_it_should_not(attack):
     decided = records(attack)
-    assert {grade_id for grade_id in attack["zero"] if decided[grade_id]["passed"]} == set()
+    zero = set(decided) if attack["zero"] == "all" else set(attack["zero"])
+    assert {grade_id for grade_id in zero if decided[grade_id]["passed"]} == set()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 41: a layer name the caller sends is shown in `what`, where every "
-                                       "word of the whole cell may stand (attacks-slicing.toml)")
-@pytest.mark.parametrize("attack", [a for a in GOT_THROUGH if a["leaked"]], ids=lambda a: a["id"])
+def leaked(attack) -> bool:
+    return bool(attack["leaked"])
+
+
+@pytest.mark.parametrize("attack", cases(leaked, "a layer name the caller sends is shown in `what`, where every "
+                                                 "word of the whole cell may stand"))
 def test_no_hidden_line_reaches_the_diagnostic(attack):
     decided = records(attack)
     hidden = {line for line in hidden_lines(source_notebook(attack["assignment"]), regions=("HIDDEN TESTS",))
               if len(line) > 12}
     shown = "\n".join(record.get("message") or "" for record in decided.values())
-    assert attack["leaked"] in hidden  # what the corpus says leaked is a hidden line indeed
+    assert not attack["leaked"] or attack["leaked"] in hidden  # what the corpus says leaked is a hidden line
     assert not [line for line in hidden if re.sub(r"\s+", " ", line) in shown]
