@@ -1,0 +1,89 @@
+"""The attacks of course/corpus/attacks-slicing.toml that got through the sliced verdict (issue 41), each as the
+smallest failing check the lead can fix against: the verdict alone (DecideGrades().verdict, as test_verdict.py's
+`decided` runs it, no kernel and no nbgrader) on the assignment's own cells, the solution filled in and the
+attack's answer in place of one. Graded for real with both graders, each attack that got through earned what
+the corpus's `zero` says it should not (measured there): xfail(strict=True) until the verdict holds; those that
+held must go on holding.
+"""
+import functools
+import re
+
+import nbformat
+import pytest
+from nbformat.notebooknode import NotebookNode
+from nbgrader.preprocessors import ClearSolutions
+
+from course import classroom
+from course.plugins.autograde import DecideGrades, placed, solutions, verdict_cell
+from support.notebooks import hidden_lines
+
+ATTACKS = classroom.corpus("attacks-slicing")["attack"]
+
+
+def source_notebook(assignment):
+    return nbformat.read(classroom.ROOT / "source" / assignment / f"{assignment}.ipynb", as_version=4)
+
+
+def verdict_cells(attack) -> list[dict]:
+    """The verdict's cells of the attack's submission: the source's code cells, each solution cell as the
+    solution (`base = "solution"`) or as released (`"release"`), the attack's `replace` put in, and its
+    `insert` as a cell of its own after the imports."""
+    cells = []
+    for cell in source_notebook(attack["assignment"]).cells:
+        if cell.cell_type != "code":
+            continue
+        made = verdict_cell(cell)
+        if made["kind"] == "student" and attack["base"] == "release":
+            released = NotebookNode(cell_type="code", source=cell.source, metadata={})
+            ClearSolutions()._replace_solution_region(released, "python")
+            made["source"] = released.source
+        made["source"] = attack.get("replace", {}).get(made["grade_id"], made["source"]).strip()
+        cells.append(made)
+        if made["grade_id"] == "imports" and "insert" in attack:  # a cell of the student's, as forgeries.toml's
+            cells.append({"kind": "student", "source": attack["insert"].strip(), "grade_id": None})
+    return cells
+
+
+@functools.cache
+def records_of(identifier) -> dict:
+    """The verdict's records of one attack, once for both tests."""
+    attack = next(attack for attack in ATTACKS if attack["id"] == identifier)
+    source = source_notebook(attack["assignment"])
+    return DecideGrades().verdict(placed(verdict_cells(attack), source), solutions(source))
+
+
+def records(attack) -> dict:
+    return records_of(attack["id"])
+
+
+def cases(got_through, reason) -> list:
+    """Every attack of the corpus; one that `got_through` this test's defence xfail(strict=True) with `reason`."""
+    return [pytest.param(attack, id=attack["id"], marks=() if not got_through(attack) else
+                         pytest.mark.xfail(strict=True, reason=f"issue 41: {reason} (attacks-slicing.toml)"))
+            for attack in ATTACKS]
+
+
+def kept_points(attack) -> bool:
+    return not attack["held"] and not attack["leaked"]  # an attack that leaks gives up its cell's points
+
+
+@pytest.mark.parametrize("attack", cases(kept_points, "it keeps points it should lose"))
+def test_the_attack_earns_nothing_where_it_should_not(attack):
+    decided = records(attack)
+    zero = set(decided) if attack["zero"] == "all" else set(attack["zero"])
+    assert {grade_id for grade_id in zero if decided[grade_id]["passed"]} == set()
+
+
+def leaked(attack) -> bool:
+    return bool(attack["leaked"])
+
+
+@pytest.mark.parametrize("attack", cases(leaked, "a layer name the caller sends is shown in `what`, where every "
+                                                 "word of the whole cell may stand"))
+def test_no_hidden_line_reaches_the_diagnostic(attack):
+    decided = records(attack)
+    hidden = {line for line in hidden_lines(source_notebook(attack["assignment"]), regions=("HIDDEN TESTS",))
+              if len(line) > 12}
+    shown = "\n".join(record.get("message") or "" for record in decided.values())
+    assert not attack["leaked"] or attack["leaked"] in hidden  # what the corpus says leaked is a hidden line
+    assert not [line for line in hidden if re.sub(r"\s+", " ", line) in shown]
