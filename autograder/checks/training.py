@@ -8,7 +8,7 @@ from torch import nn
 
 from ..messages import text
 from ..probes import NormKernelInputs
-from .core import call, _fail, _grad_fn_name, _name, raised
+from .core import call, _dtype_of, _fail, _grad_fn_name, _name, raised
 from .tensors import assert_dtype, assert_tensor
 
 
@@ -175,4 +175,6 @@ def _assert_norms_computed_right(fed, returned, dtype, what):
         if found != torch.float32:
             _fail("norm_fed_16_bit", what=what, kernel=kernel, found=found, scalar=_SCALAR_TYPE.get(found, str(found)))
     for layer, out in returned:
-        assert_dtype(out, dtype, f"{what}: {layer}", hint="dtype_hint_norm_output")
+        assert_tensor(out, what)
+        if _dtype_of(out) != dtype:  # the layer's name is the caller's, so a field of its own, never the label
+            _fail("norm_output_dtype", what=what, layer=layer, expected=dtype, found=_dtype_of(out))
