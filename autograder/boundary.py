@@ -984,8 +984,10 @@ def _named_type(made, name, bases, namespace):
 
 
 def stub(name):
-    """What a student's function is in the judge: never called (a sealed test calls it through checks.call)."""
+    """What a student's function is in the judge: never called (a sealed test calls it through checks.call). A
+    test cell that calls it directly made no call in the caller either: the instructor's mistake (JudgeOnlyCall),
+    never the student's error."""
     def never_called(*args, **kwargs):
-        raise RuntimeError(f"a sealed test called {name} outside checks.call")
+        raise JudgeOnlyCall(f"{name}(...) outside checks.call")
     never_called.__name__ = never_called.__qualname__ = name
     return never_called

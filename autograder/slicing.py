@@ -40,6 +40,12 @@ _NOT_HOISTED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.Generat
                 ast.AsyncFunctionDef, ast.ClassDef)
 
 
+class ChecksNamedOtherwise(ValueError):
+    """A test cell that names the checks other than as `checks.NAME(...)` (an import of a check by its name, the
+    module under another name, an alias of either): its checks, and what they compare against, could not be
+    told from its calls, and would run in the caller. The instructor's error (verdict_test_cell_names_checks)."""
+
+
 @dataclass(frozen=True)
 class Split:
     caller: str  # what the caller runs
@@ -75,8 +81,12 @@ def _code_names(code) -> set:
 
 
 def split(source: str) -> Split:
-    """The caller's and the judge's versions of a test cell (SyntaxError if it is not Python)."""
+    """The caller's and the judge's versions of a test cell (SyntaxError if it is not Python,
+    ChecksNamedOtherwise if it names the checks other than as `checks.NAME(...)`)."""
     tree = ast.parse(source)
+    named = _checks_named_otherwise(tree)
+    if named:
+        raise ChecksNamedOtherwise(named)
     crossing = _crossing_names(tree)
     body = _hoisted(tree.body, crossing, itertools.count())
     assigned = {name for node in ast.walk(ast.Module(body=body, type_ignores=[])) for name in _binds(node)}
@@ -92,6 +102,24 @@ def split(source: str) -> Split:
     judge = ast.Module(body=_guarded(body, shared), type_ignores=[])
     return Split(caller=ast.unparse(ast.fix_missing_locations(caller)),
                  judge=ast.unparse(ast.fix_missing_locations(judge)))
+
+
+def _checks_named_otherwise(tree) -> str | None:
+    """The first statement that names the checks other than as `checks.NAME(...)`, as written; None if none."""
+    called = {id(node.func.value) for node in ast.walk(tree)
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            for alias in node.names:
+                if module.startswith(f"autograder.{CHECKS}") or (module == "autograder" and alias.name == CHECKS
+                                                                 and alias.asname not in (None, CHECKS)):
+                    return ast.unparse(node)
+        if isinstance(node, ast.Import) and any(alias.name.startswith("autograder.checks") for alias in node.names):
+            return ast.unparse(node)
+        if isinstance(node, ast.Name) and node.id == CHECKS and id(node) not in called:
+            return f"`{CHECKS}` not as `{CHECKS}.NAME(...)`"
+    return None
 
 
 # ------------------------------------------------------------------ what calls the student's code

@@ -99,6 +99,10 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
             cell = {**cell, **texts[cell["grade_id"]]}
             try:
                 sides = slicing.split(cell["source"])
+            except slicing.ChecksNamedOtherwise as named:  # the instructor's test cell: its checks cannot be told
+                _record(grader_fd, {"instructor_error": str(cell["grade_id"]), "key": "verdict_test_cell_names_checks",
+                                    "error": str(named)})
+                break
             except (SyntaxError, ValueError):  # the instructor's test cell, not the student's
                 _record(grader_fd, {"instructor_error": str(cell["grade_id"]), "error": "SyntaxError"})
                 break

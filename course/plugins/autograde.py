@@ -511,9 +511,9 @@ class DecideGrades(NbGraderPreprocessor):
                 record = json.loads(line)
                 if not ready:
                     ready = record["ready"] is True
-                elif record.get("key") == "verdict_test_cell_unsealed":
-                    raise VerdictUnavailable(message("verdict_test_cell_unsealed",
-                                                     cell=printable(record["instructor_error"], 100)))
+                elif record.get("key") in ("verdict_test_cell_unsealed", "verdict_test_cell_names_checks"):
+                    raise VerdictUnavailable(message(record["key"], cell=printable(record["instructor_error"], 100),
+                                                     named=printable(record.get("error"), 100)))
                 elif "instructor_error" in record:
                     raise VerdictUnavailable(message("verdict_instructor_cell",
                                                      cell=printable(record["instructor_error"], 100),

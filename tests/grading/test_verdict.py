@@ -153,12 +153,16 @@ def test_what_only_the_judge_draws_leaves_both_sides_the_same_numbers():
     assert decided("def double(x):\n    return 2 * x", test=test)["double0"]["passed"] is True
 
 
-def test_a_test_cell_that_calls_the_students_code_where_only_the_judge_runs_is_the_instructors_error():
-    test = ("from autograder import checks\nhelper = checks.call\nx = torch.ones(2)\n"
-            "checks.assert_values(helper('double(x)', double, x), 2 * x, 'double(x)')")
+@pytest.mark.parametrize("test, shown", [
+    ("from autograder import checks\nx = torch.ones(2)\nexpected = double(x)\n"
+     "checks.assert_values(checks.call('double(x)', double, x), expected, 'double(x)')", "verdict_test_cell_unsealed"),
+    ("from autograder import checks\nfrom autograder.checks import assert_values\nx = torch.ones(2)\n"
+     "assert_values(checks.call('double(x)', double, x), 2 * x, 'double(x)')", "verdict_test_cell_names_checks"),
+], ids=["calls-the-student-where-only-the-judge-runs", "names-a-check-by-its-own-name"])
+def test_a_test_cell_the_verdict_cannot_seal_is_the_instructors_error(test, shown):
     with pytest.raises(VerdictUnavailable) as stopped:
         decided("def double(x):\n    return 2 * x", test=test)
-    assert shows(str(stopped.value), "verdict_test_cell_unsealed") and "double0" in str(stopped.value)
+    assert shows(str(stopped.value), shown) and "double0" in str(stopped.value)
 
 
 # Answers that ask whether CUDA is there, at definition time or when called: a grader with CUDA (simulated)

@@ -113,9 +113,34 @@ def test_the_caller_keeps_the_calls_and_what_they_need_and_nothing_the_checks_al
     assert without_judge_only(sides.judge) == sides.caller
 
 
-def test_a_call_the_judge_only_sees_through_an_alias_stays_on_the_judges_side():
-    """Not found from the syntax: the judge then refuses the call (boundary.JudgeOnlyCall), so the
-    instructor hears of the test cell's mistake (tests/grading/test_verdict.py)."""
-    sides = slicing.split("helper = checks.call\nresult = helper('f(1)', f, 1)\nchecks.assert_values(result, 2, 'f(1)')")
-    assert "helper(" not in sides.caller
-    assert f"with {slicing.GUARD}():\n    result = helper(" in sides.judge
+def test_a_direct_call_of_the_students_function_stays_on_the_judges_side():
+    """Not `checks.call`: the judge then refuses the call (boundary.JudgeOnlyCall), so the instructor hears of
+    the test cell's mistake (tests/grading/test_verdict.py)."""
+    sides = slicing.split("result = checks.call('f(1)', f, 1)\nexpected = f(1)\nchecks.assert_values(result, expected, 'f(1)')")
+    assert "expected" not in sides.caller
+    assert f"with {slicing.GUARD}():\n    expected = f(1)" in sides.judge
+
+
+CHECKS_NAMED_OTHERWISE = {
+    "a-check-imported-by-name": "from autograder.checks import assert_values\nassert_values(call_result, expected, 'f')",
+    "from-a-checks-submodule": "from autograder.checks.tensors import assert_values",
+    "the-module-under-another-name": "from autograder import checks as c\nc.assert_values(result, expected, 'f')",
+    "the-module-by-its-dotted-name": "import autograder.checks\nautograder.checks.assert_values(result, expected, 'f')",
+    "an-alias-of-the-module": "from autograder import checks\nc = checks\nc.assert_values(result, expected, 'f')",
+    "an-alias-of-a-check": "from autograder import checks\nsame = checks.assert_values\nsame(result, expected, 'f')",
+    "the-module-passed-along": "from autograder import checks\nrun_checks(checks, result, expected)",
+}
+
+
+@pytest.mark.parametrize("source", CHECKS_NAMED_OTHERWISE.values(), ids=CHECKS_NAMED_OTHERWISE.keys())
+def test_a_cell_that_names_the_checks_otherwise_is_refused_not_split(source):
+    """Its checks could not be told from its calls, and would run in the caller with what they compare against:
+    the verdict reports the test cell to the instructor (verdict_test_cell_names_checks)."""
+    with pytest.raises(slicing.ChecksNamedOtherwise):
+        slicing.split(source)
+
+
+def test_other_names_of_the_course_package_are_a_cells_own():
+    sides = slicing.split("from autograder import checks, grading_devices\nfrom autograder import has_data as h\n"
+                          "checks.assert_values(checks.call('f(1)', f, 1), 2, 'f(1)')")
+    assert "checks.call('f(1)', f, 1)" in sides.caller

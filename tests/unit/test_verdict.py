@@ -12,6 +12,7 @@ import pytest
 from nbgrader.utils import determine_grade
 
 from autograder import diagnostics, verdict
+from autograder.boundary import JudgeOnlyCall
 from course.plugins.autograde import DecideGrades, VerdictUnavailable, decided_outputs, read_records, verdict_cell
 from support.messages import shows
 
@@ -29,8 +30,8 @@ def test_the_judge_stubs_the_callables_the_students_cells_bound_and_nothing_else
     assert names == ["log", "pick_device"]  # not a module, not a value, not what the instructor bound
     judged = verdict._judged({"torch": trusted["torch"]}, ["pick_device", "torch", "print"])
     assert judged["torch"] is trusted["torch"] and "print" not in judged  # the instructor's and Python's stay
-    with pytest.raises(RuntimeError):
-        judged["pick_device"]()  # a stub: a sealed test calls the student's function through checks.call
+    with pytest.raises(JudgeOnlyCall):  # a stub: a sealed test calls the student's function through checks.call,
+        judged["pick_device"]()  # and one that calls it directly is the instructor's mistake, not the student's
 
 
 def write_later(fd, lines):
