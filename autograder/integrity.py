@@ -4,7 +4,7 @@ A grading kernel (course.kernels.manager.GradingKernelManager starts each one so
 start-up, before any cell of the submission. Every student call made through `checks.call` and every
 hidden test then calls `verify()`, which fails, with a bilingual note, when any watched object is no
 longer the one remembered: a patched `torch.Tensor.to`, `.device` or `.dtype`, `nn.Module.to`,
-`torch.device`, a replaced check helper, an overridden builtin. Once tampering is seen, it stays seen.
+`torch.device`, a replaced check helper or method of the boundary's classes, an overridden builtin. Once tampering is seen, it stays seen.
 
 This stops the obvious ways of faking results from inside the notebook. It cannot stop an attacker
 who has full Python access in the same process and sets out to defeat this module too; the threat
@@ -28,6 +28,8 @@ WATCHED = {
     "autograder.checks.training": None,
     "autograder.checks.data": None,
     "autograder.checks.checkpoints": None,
+    # what the verdict's caller sends (a copy said to be the very argument: Known.index)
+    "autograder.boundary": None,
     "autograder.messages": ["message", "text", "catalogue"],
     "autograder.devices": ["grading_devices", "same_device", "has_data"],
     "autograder.integrity": ["verify", "watched"],
@@ -52,9 +54,17 @@ def watched() -> dict[str, object]:
             lookup = functools.partial(getattr, owner)
         if names is None:
             names = [n for n, v in vars(owner).items() if callable(v) and not n.startswith("__")]
+            current.update(_methods(owner))
         for name in names:
             current[f"{owner_name}.{name}"] = lookup(name, None)
     return current
+
+
+def _methods(module) -> dict[str, object]:
+    """What each class the module defines holds in its own namespace, read raw (a method, a property)."""
+    return {f"{module.__name__}.{name}.{attribute}": value
+            for name, klass in vars(module).items() if isinstance(klass, type) and klass.__module__ == module.__name__
+            for attribute, value in vars(klass).items() if not isinstance(value, (str, type(None), int, tuple))}
 
 
 def _raw_attribute(cls, name, default=None):

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from autograder import checks, integrity
+from autograder import boundary, checks, integrity
 from support.messages import shows
 
 
@@ -40,8 +40,12 @@ def test_nothing_patched_verifies():
     (checks.core, "_fail", lambda *a, **k: None),  # what every check calls, in the module the checks live in
     (checks.tensors, "assert_tensor", lambda *a, **k: None),
     (builtins, "print", lambda *a, **k: None),  # a builtin pytest itself does not need while this runs
+    # what the verdict's caller says of a result: a copy sent as the very argument (an attacker's, issue 41)
+    (boundary.Known, "index", lambda self, value: 0),
+    (boundary, "encode", lambda *a, **k: b""),
 ], ids=["Tensor.to", "Tensor.device", "Tensor.dtype", "Module.to", "torch.device", "checks.assert_device",
-        "checks.core._fail", "checks.tensors.assert_tensor", "builtins.print"])
+        "checks.core._fail", "checks.tensors.assert_tensor", "builtins.print", "boundary.Known.index",
+        "boundary.encode"])
 def test_a_patch_is_reported_by_name(monkeypatch, owner, name, replacement):
     monkeypatch.setattr(owner, name, replacement)
     shown = tampering_reported(integrity.verify, "to_device")
