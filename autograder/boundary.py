@@ -150,7 +150,7 @@ class Recorder(_Side):
             return run(what, function, args, kwargs, then)
         report = {"what": what}
         counters = _counters()
-        with torch.random.fork_rng(devices=_cuda_devices()):
+        with random_state_kept():  # the judge made no call: both sides draw on from the same state
             before = [counter.tally() for counter in counters]
             try:
                 result = run(what, function, args, kwargs, then)
@@ -434,13 +434,10 @@ def judge_only():
     """Around each statement of a test cell that only the judge runs: the random number generators as they
     were before it (the caller, which skips it, draws what comes next from the same state), and no call of
     the student's code in it (JudgeOnlyCall)."""
-    import random
-
     from .checks import core
 
-    python, legacy = random.getstate(), numpy.random.get_state()
     side = core.boundary
-    with torch.random.fork_rng(devices=_cuda_devices()):
+    with random_state_kept():
         if side is not None:
             side.judge_only += 1
         try:
@@ -448,8 +445,21 @@ def judge_only():
         finally:
             if side is not None:
                 side.judge_only -= 1
-            random.setstate(python)
-            numpy.random.set_state(legacy)
+
+
+@contextlib.contextmanager
+def random_state_kept():
+    """Every global random number generator a test may draw from (PyTorch's, on the CPU and each CUDA device,
+    Python's and NumPy's) as it was before, whatever ran inside."""
+    import random
+
+    python, legacy = random.getstate(), numpy.random.get_state()
+    try:
+        with torch.random.fork_rng(devices=_cuda_devices()):
+            yield
+    finally:
+        random.setstate(python)
+        numpy.random.set_state(legacy)
 
 
 def _paths(args, kwargs) -> list[str]:

@@ -153,6 +153,17 @@ def test_what_only_the_judge_draws_leaves_both_sides_the_same_numbers():
     assert decided("def double(x):\n    return 2 * x", test=test)["double0"]["passed"] is True
 
 
+@pytest.mark.parametrize("draw", ["random.random()", "numpy.random.rand()", "torch.rand(()).item()"])
+def test_what_the_students_call_draws_leaves_both_sides_the_same_numbers(draw):
+    """Only the caller runs the student's function: whatever global generator it draws from, the test's next
+    draw is the same on both sides (boundary.random_state_kept), so a right answer keeps its points."""
+    test = ("from autograder import checks\nimport random\nimport numpy\nx = torch.ones(2)\n"
+            "checks.call('double(x)', double, x)\ny = torch.tensor([random.random(), numpy.random.rand()])\n"
+            "checks.assert_values(checks.call('double(y)', double, y), 2 * y, 'double(y)')")
+    answer = f"import random, numpy\n\ndef double(x):\n    {draw}  # an augmentation, say\n    return 2 * x"
+    assert decided(answer, test=test)["double0"]["passed"] is True
+
+
 @pytest.mark.parametrize("test, shown", [
     ("from autograder import checks\nx = torch.ones(2)\nexpected = double(x)\n"
      "checks.assert_values(checks.call('double(x)', double, x), expected, 'double(x)')", "verdict_test_cell_unsealed"),
