@@ -27,6 +27,7 @@ not change, in a statement whose value only the checks read, anything a later ca
 import ast
 import copy
 import functools
+import inspect
 import itertools
 import sys
 import types
@@ -56,8 +57,8 @@ def crossing_checks() -> frozenset:
     for name, module in list(sys.modules.items()):
         if name == checks.__name__ or name.startswith(checks.__name__ + "."):
             for attribute, value in vars(module).items():
-                if isinstance(value, types.FunctionType):
-                    functions.setdefault(attribute, set()).update(_code_names(value.__code__))
+                if isinstance(value, types.FunctionType):  # a decorated one read as written (functools.wraps)
+                    functions.setdefault(attribute, set()).update(_code_names(inspect.unwrap(value).__code__))
     crossing, grown = {"call"}, True
     while grown:
         found = {name for name, used in functions.items() if used & crossing}
