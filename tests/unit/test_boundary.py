@@ -9,6 +9,7 @@ import io
 import os
 import pickle
 from collections import OrderedDict, defaultdict, namedtuple
+from collections.abc import Mapping
 
 import pytest
 import torch
@@ -77,6 +78,14 @@ def test_a_module_argument_moved_by_the_call_is_the_judges_own_now_on_that_devic
 def test_an_argument_returned_is_the_judges_own_argument(pipe):
     x, judged = torch.ones(3), torch.ones(3)
     assert sealed(pipe, lambda t: t.to("cpu"), x, judged=(judged,)) is judged
+
+
+def test_an_argument_is_known_however_often_the_arguments_repeat_another(pipe):
+    """Each object of the arguments is one position, found once: rows that repeat the same tensors do not use
+    up the positions before the judge finds the tensor the call returns."""
+    row = [torch.zeros(2)] * 400
+    x, judged = torch.ones(3), torch.ones(3)
+    assert sealed(pipe, lambda rows, t: t, [row] * 400, x, judged=([copy.deepcopy(row)] * 400, judged)) is judged
 
 
 def cast_by_data(t):
@@ -202,6 +211,14 @@ def test_a_leaf_that_requires_grad_stays_one(pipe):
     assert type(sealed(pipe, lambda: torch.nn.Parameter(torch.ones(2)))) is torch.nn.Parameter
 
 
+@pytest.mark.parametrize("made", [lambda: torch.ones(3), lambda: torch.ones(3, dtype=torch.bfloat16),
+                                  lambda: torch.arange(3), lambda: torch.ones(3, requires_grad=True).detach()],
+                         ids=["float32", "bfloat16", "int64", "detached"])
+def test_a_new_tensor_that_needs_no_gradient_needs_none_in_the_judge(pipe, made):
+    back = sealed(pipe, made)
+    assert not back.requires_grad and back.is_leaf
+
+
 def test_a_gradient_is_measured_by_then_where_the_result_was_made(pipe):
     w = torch.ones(3, requires_grad=True)
 
@@ -248,6 +265,27 @@ def test_a_parameter_replaced_by_a_new_one_is_a_new_one_in_the_judge(pipe):
     sealed(pipe, replace, model, judged=(judged,))
     assert judged.weight is not original and type(judged.weight) is torch.nn.Parameter
     assert judged.weight.dtype == torch.float64
+
+
+def test_a_modules_tensors_swapped_onto_a_device_are_the_judges_own_there(pipe, accelerator):
+    """`model.to(device)` with PyTorch's swap on conversion keeps each parameter object and swaps its
+    contents (cpu to meta, which `.data =` refuses): the judge's own parameters hold the caller's now."""
+    model = torch.nn.BatchNorm1d(3)
+    judged = copy.deepcopy(model)
+    parameters = list(judged.parameters())
+
+    def swapped_to(m):
+        swapping = torch.__future__.get_swap_module_params_on_conversion()
+        torch.__future__.set_swap_module_params_on_conversion(True)
+        try:
+            return m.to(accelerator)
+        finally:
+            torch.__future__.set_swap_module_params_on_conversion(swapping)
+
+    assert sealed(pipe, swapped_to, model, judged=(judged,)) is judged
+    assert all(mine is theirs for mine, theirs in zip(judged.parameters(), parameters, strict=True))
+    assert all(type(p) is torch.nn.Parameter and p.requires_grad and p.shape == (3,) for p in parameters)
+    checks.assert_module_on(judged, accelerator, "f(model)")
 
 
 class Wrapper(torch.nn.Module):
@@ -300,6 +338,46 @@ def test_an_optimizer_and_a_grad_scaler_changed_by_the_call_are_changed_in_the_j
     assert torch.equal(judged_model.weight, model.weight) and judged_model.weight.grad is not None
 
 
+class Options(Mapping):
+    """A mapping of the student's that is not a dict: the judge has no type to rebuild it as."""
+
+    def __getitem__(self, key):
+        return {"pin_memory": True}[key]
+
+    def __iter__(self):
+        return iter(["pin_memory"])
+
+    def __len__(self):
+        return 1
+
+
+def nested(depth):
+    return [] if depth == 0 else [nested(depth - 1)]
+
+
+# what a module argument may be given that the judge cannot rebuild as it was
+UNREBUILDABLE = {
+    "a-students-object": lambda: Options,
+    "a-students-mapping": Options,
+    "nested-too-deep": lambda: nested(boundary.DEPTH_LIMIT + 8),
+}
+
+
+@pytest.mark.parametrize("made", UNREBUILDABLE.values(), ids=UNREBUILDABLE.keys())
+def test_an_attribute_the_judge_cannot_rebuild_stays_out_and_the_others_still_cross(pipe, made):
+    """An opaque stand-in written into the judge's module would be called there as if it were the
+    student's object; the judge keeps its own attribute instead, and still takes every other one."""
+    model = torch.nn.Linear(2, 2)
+    judged = copy.deepcopy(model)
+
+    def configure(m):
+        m.extra = made()  # first: what comes after it is mirrored all the same
+        m.flag = True
+
+    sealed(pipe, configure, model, judged=(judged,))
+    assert "extra" not in vars(judged) and judged.flag is True
+
+
 @pytest.mark.parametrize("state, broken", [
     ("held", []),
     ("attribute", ["__class__", {"kind": "constant", "value": 1}]),
@@ -313,9 +391,7 @@ def test_a_forged_state_of_an_argument_fails_the_call(pipe, state, broken):
                                           "non_persistent": [], "attributes": [broken]}]]}]}
     if state == "held":
         report["held"] = broken
-    buffer = io.BytesIO()
-    torch.save(report, buffer)
-    os.write(writer, frame(buffer.getvalue()))
+    os.write(writer, forged(report))
     with pytest.raises(AssertionError) as failure:
         boundary.Judge(reader).call("f()", None, (model,), {}, None, core._run)
     assert failure.value.course_key == "verdict_call_unreadable"
@@ -561,6 +637,51 @@ def test_a_raised_error_is_known_by_its_kind_and_pytorchs_words(kinds, cause, ke
     assert (failure.__cause__ is not None) == bool(kinds)
 
 
+@pytest.mark.parametrize("sent, shown", [("torch.Tensor.to, builtins.isinstance", "torch.Tensor.to, builtins.isinstance"),
+                                         ("torch.Tensor.to, <your grade: 100>", "torch.Tensor.to"),
+                                         ("<your grade: 100>", "…")],
+                         ids=["watched-names", "a-forged-name", "no-watched-name"])
+def test_tampering_seen_in_the_caller_is_the_judges_diagnostic_naming_only_watched_names(pipe, sent, shown):
+    """The caller's integrity check saw a patched function: the judge says so in its own words, and names
+    only what it watches itself (the caller's text could say anything)."""
+    from autograder.messages import diagnostic
+
+    def tampered(what, *call):
+        raise diagnostic("tampering", what=what, names=sent)
+
+    reader, writer = pipe
+    with pytest.raises(AssertionError):
+        boundary.Recorder(writer).call("f()", None, (), {}, None, tampered)
+    with pytest.raises(AssertionError) as failure:
+        boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
+    assert failure.value.course_key == "tampering" and failure.value.course_fields == {"what": "f()", "names": shown}
+
+
+def recursing(depth):
+    if depth == 0:
+        raise ValueError("the innermost frame")
+    return recursing(depth - 1)
+
+
+def test_a_raised_error_crosses_with_the_source_lines_of_its_innermost_frames_only(pipe):
+    """The grader shows the first of them that is a line of the student's cells (verdict.render): the
+    innermost ones are where the student's mistake is; the outer ones, the test's, do not cross."""
+    reader, writer = pipe
+    with pytest.raises(AssertionError):
+        boundary.Recorder(writer).call("f(20)", recursing, (20,), {}, None, core._run)
+    lines = boundary.read_frame(reader)["failed"]["lines"]
+    assert lines == ['raise ValueError("the innermost frame")', *["return recursing(depth - 1)"] * 7]
+
+
+def test_the_judge_shows_no_more_source_lines_than_an_honest_caller_sends(pipe):
+    reader, writer = pipe
+    lines = [f"line_{i} = {i}" for i in range(20)]
+    os.write(writer, forged({"what": "f()", "failed": {"kinds": ["ValueError"], "cause": "", "lines": lines}}))
+    with pytest.raises(AssertionError) as failure:
+        boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
+    assert failure.value.course_fields["lines"].splitlines() == lines[:8]
+
+
 def test_what_the_students_code_drew_does_not_change_the_callers_later_tensors(pipe):
     torch.manual_seed(0)
     expected = torch.randn(3)
@@ -571,6 +692,13 @@ def test_what_the_students_code_drew_does_not_change_the_callers_later_tensors(p
 
 def frame(data: bytes) -> bytes:
     return boundary._HEADER.pack(len(data)) + data
+
+
+def forged(report: dict) -> bytes:
+    """A frame a caller could write: any data that `torch.load(weights_only=True)` reads."""
+    buffer = io.BytesIO()
+    torch.save(report, buffer)
+    return frame(buffer.getvalue())
 
 
 class Planted:
@@ -606,10 +734,8 @@ def test_a_result_for_another_call_fails_the_call(pipe):
 
 def test_a_result_of_an_unknown_kind_fails_the_call(pipe):
     reader, writer = pipe
-    buffer = io.BytesIO()
-    torch.save({"what": "f()", "result": {"kind": "function", "value": "os.system"}, "payloads": [], "held": [],
-                "counters": [], "files": [], "carrying": []}, buffer)
-    os.write(writer, frame(buffer.getvalue()))
+    os.write(writer, forged({"what": "f()", "result": {"kind": "function", "value": "os.system"}, "payloads": [],
+                             "held": [], "counters": [], "files": [], "carrying": []}))
     back = boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
     assert type(back).__module__ == boundary.__name__  # an opaque stand-in, which no check accepts
     with pytest.raises(AssertionError):
