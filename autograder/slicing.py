@@ -386,10 +386,11 @@ def _guarded(body, shared) -> list:
 
 
 def _rebuilt(statement, blocks):
-    """A copy of a compound statement (`_children`) whose every block of statements is `blocks(block, field)`."""
+    """A copy of a compound statement (`_children`) whose every block of statements is `blocks(block, field)`
+    (a block the statement lacks, an `else:` or `finally:` not written, stays empty)."""
     statement = copy.copy(statement)
     for field in ("body", "orelse", "finalbody"):
-        if field in statement._fields:
+        if getattr(statement, field, None):
             setattr(statement, field, blocks(getattr(statement, field), field))
     if isinstance(statement, ast.Try):
         statement.handlers = [copy.copy(handler) for handler in statement.handlers]
@@ -399,5 +400,6 @@ def _rebuilt(statement, blocks):
 
 
 def _filled(statements, field) -> list:
-    """A block Python needs non-empty holds `pass` where the caller keeps nothing of it."""
-    return statements or ([ast.Pass()] if field == "body" else [])
+    """A block Python needs non-empty holds `pass` where the caller keeps nothing of it: a body, and a
+    `finally:` (a `try:` with no `except:` needs it)."""
+    return statements or ([ast.Pass()] if field in ("body", "finalbody") else [])

@@ -3,6 +3,8 @@ never what the checks compare against; the judge runs the whole cell, the caller
 import ast
 import json
 import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,7 @@ def without_judge_only(source) -> str:
                 statements = getattr(node, field, None)
                 if isinstance(statements, list) and field in node._fields:
                     kept = [s for s in statements if not _guarded(s)]
-                    setattr(node, field, kept or ([ast.Pass()] if field == "body" and statements else []))
+                    setattr(node, field, kept or ([ast.Pass()] if field in ("body", "finalbody") and statements else []))
             return node
 
     return ast.unparse(Drop().visit(ast.parse(source)))
@@ -57,6 +59,17 @@ def test_the_checks_that_call_the_students_code_are_found_from_their_code():
     crossing = slicing.crossing_checks()
     assert {"call", "assert_raises", "sampled_indices", "assert_16_bit_forward"} <= crossing
     assert not {"assert_values", "assert_device", "assert_dtype", "assert_leaf"} & crossing
+
+
+def test_a_check_that_calls_the_students_code_beside_or_inside_a_nested_function_is_found(monkeypatch):
+    """Comprehensions and lambdas are code of their own inside a check's code: the check still counts."""
+    module = types.ModuleType("autograder.checks.example")
+    exec("def beside(f, values):\n    call('f()', f)\n    return [v for v in values if v]\n\n"
+         "def inside(f, values):\n    return [call('f(v)', f, v) for v in values]\n\n"
+         "def apart(values):\n    return [v for v in values if v]\n", module.__dict__)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    crossing = slicing.crossing_checks.__wrapped__()  # not the cached answer for the real checks
+    assert {"beside", "inside"} <= crossing and "apart" not in crossing
 
 
 # source, what the caller must run (each a line of its cell), what it must not (a regular expression; None: nothing)
@@ -100,12 +113,49 @@ CASES = {
     "what only the checks read, drawn at random": (
         "noise = torch.randn(100)\nx = torch.randn(3)\nchecks.assert_values(checks.call('f(x)', f, x), x, 'f(x)')",
         ["x = torch.randn(3)"], r"noise"),
+    "an expected value changed in place before the check": (
+        "expected = torch.zeros(2)\nexpected[0] = 1.0\nexpected.mul_(2)\n"
+        "checks.assert_values(checks.call('f(x)', f, x), expected, 'f(x)')",
+        ["_crossing_0 = checks.call('f(x)', f, x)"], r"expected"),
+    "a call in the branch of a conditional expression, run only when taken": (
+        "checks.assert_values(checks.call('f(x)', f, x) if cuda else None, x, 'f(x)')",
+        ["_crossing_0 = checks.call('f(x)', f, x) if cuda else None"], r"assert_values"),
+    "a call in the other branch of a conditional expression": (
+        "checks.assert_values(None if cuda else checks.call('f(x)', f, x), x, 'f(x)')",
+        ["_crossing_0 = None if cuda else checks.call('f(x)', f, x)"], r"assert_values"),
+    "a call after `and`, run only when what comes before holds": (
+        "checks.assert_values(cuda and checks.call('f(x)', f, x), x, 'f(x)')",
+        ["_crossing_0 = cuda and checks.call('f(x)', f, x)"], r"assert_values"),
+    "a loop over what the student's code returned": (
+        "for batch in checks.call('batches()', batches):\n    checks.assert_device(batch, device, 'batches()')",
+        ["for batch in checks.call('batches()', batches):", "pass"], r"assert_device"),
+    "a with around what the student's code returned": (
+        "with checks.call('opened()', opened) as handle:\n    checks.assert_values(handle, 1, 'opened()')",
+        ["with checks.call('opened()', opened) as handle:", "pass"], r"assert_values"),
+    "the errors a try catches, named before it": (
+        "errors = (ValueError, RuntimeError)\nexpected = 1\ntry:\n    checks.call('f(x)', f, x)\nexcept errors:\n"
+        "    checks.assert_values(x, expected, 'f(x)')",
+        ["errors = (ValueError, RuntimeError)", "except errors:", "pass"], r"expected"),
+    "an else only the judge runs": (
+        "if cuda:\n    checks.call('f(x)', f, x)\nelse:\n    expected = 0\n    checks.assert_values(x, expected, 'x')",
+        ["if cuda:"], r"expected|else"),
+    "a branch the caller keeps nothing of": (
+        "if cuda:\n    expected = 0\nelse:\n    checks.call('f(x)', f, x)",
+        ["if cuda:", "pass", "else:", "checks.call('f(x)', f, x)"], r"expected"),
+    "a finally only the judge runs": (
+        "try:\n    checks.call('f(x)', f, x)\nfinally:\n    expected = 1\n    checks.assert_values(x, expected, 'x')",
+        ["try:", "finally:", "pass"], r"expected"),
+    "a default value that calls the student's code, run where the function is defined": (
+        "def report(made=checks.call('make()', make)):\n    print(made)",
+        ["def report(made=checks.call('make()', make)):"], None),
 }
 
 
 @pytest.mark.parametrize("source, kept, dropped", CASES.values(), ids=CASES.keys())
 def test_the_caller_keeps_the_calls_and_what_they_need_and_nothing_the_checks_alone_read(source, kept, dropped):
     sides = slicing.split(source)
+    compile(sides.caller, "<caller>", "exec")
+    compile(sides.judge, "<judge>", "exec")
     lines = [line.strip() for line in sides.caller.splitlines()]
     for line in kept:
         assert line in lines
