@@ -114,7 +114,7 @@ CASES = {
         "noise = torch.randn(100)\nx = torch.randn(3)\nchecks.assert_values(checks.call('f(x)', f, x), x, 'f(x)')",
         ["x = torch.randn(3)"], r"noise"),
     "an expected value changed in place before the check": (
-        "expected = torch.zeros(2)\nexpected[0] = 1.0\nexpected.mul_(2)\n"
+        "expected = torch.zeros(2)\nexpected[0] = 1.0\nexpected.mul_(2)\nexpected\n"
         "checks.assert_values(checks.call('f(x)', f, x), expected, 'f(x)')",
         ["_crossing_0 = checks.call('f(x)', f, x)"], r"expected"),
     "a call in the branch of a conditional expression, run only when taken": (
@@ -145,9 +145,53 @@ CASES = {
     "a finally only the judge runs": (
         "try:\n    checks.call('f(x)', f, x)\nfinally:\n    expected = 1\n    checks.assert_values(x, expected, 'x')",
         ["try:", "finally:", "pass"], r"expected"),
-    "a default value that calls the student's code, run where the function is defined": (
-        "def report(made=checks.call('make()', make)):\n    print(made)",
-        ["def report(made=checks.call('make()', make)):"], None),
+    "a default value that calls the student's code, run where the lambda is made": (
+        "report = lambda made=checks.call('make()', make): made",
+        ["report = lambda made=checks.call('make()', make): made"], None),
+    "a decorator that calls the student's code, run where the class is made": (
+        "class Probe(nn.Module):\n\n    @checks.call('wrapper()', wrapper)\n    def forward(self, x):\n        return x",
+        ["class Probe(nn.Module):", "@checks.call('wrapper()', wrapper)"], None),
+    "a base that calls the student's code, run where the class is made": (
+        "class Outer:\n\n    class Inner(checks.call('base()', base)):\n        pass",
+        ["class Outer:", "class Inner(checks.call('base()', base)):"], None),
+    "a call beside a lambda": (
+        "checks.assert_values(list(map(lambda v: v, [checks.call('f()', f)])), [1], 'f()')",
+        ["_crossing_0 = checks.call('f()', f)"], r"assert_values"),
+    "a call inside a lambda inside the cell's function": (
+        "def shard(rank):\n    return run(lambda: checks.call('f(rank)', f, rank))\n"
+        "checks.assert_values(shard(0), 0, 'f(0)')",
+        ["def shard(rank):", "_crossing_0 = shard(0)"], r"assert_values"),
+    "a function of the cell that calls the student's code through another": (
+        "def one(rank):\n    return checks.call('f(rank)', f, rank)\n\ndef both():\n    return [one(0), one(1)]\n"
+        "checks.assert_values(both(), [0, 1], 'f')",
+        ["def one(rank):", "def both():", "_crossing_0 = both()"], r"assert_values"),
+    "a call in a comprehension given by keyword": (
+        "checks.assert_values(x, x, 'f', atol=max((checks.call('f(i)', f, i) for i in range(2))))",
+        ["_crossing_0 = max((checks.call('f(i)', f, i) for i in range(2)))"], r"assert_values"),
+    "a call in a comprehension unpacked into the check, which then runs on both sides": (
+        "checks.assert_values(*[checks.call('f(i)', f, i) for i in range(2)], 'f')",
+        ["checks.assert_values(*[checks.call('f(i)', f, i) for i in range(2)], 'f')"], None),
+    "each of several names that hold the arguments' objects": (
+        "model = nn.Linear(2, 2)\nfirst = model.weight\nlast = model.bias\nfirst.data.fill_(1.0)\n"
+        "checks.call('f(model)', f, model)",
+        ["first = model.weight", "first.data.fill_(1.0)"], None),
+    "a del of what a call is given, and of what only the checks read": (
+        "model = nn.Linear(2, 2)\nmodel.hidden = 1\nexpected = [1]\ndel model.hidden\ndel expected[0]\n"
+        "checks.call('f(model)', f, model)",
+        ["del model.hidden"], r"expected"),
+    "an augmented assignment on both sides and on the judge's alone": (
+        "x = torch.ones(2)\nx += 1\nexpected = 1\nexpected += 1\nchecks.call('f(x)', f, x)",
+        ["x += 1"], r"expected"),
+    "a match the caller runs as written": (
+        "model = nn.Linear(2, 2)\nmatch mode:\n    case 'eval':\n        model.eval()\nchecks.call('f(model)', f, model)",
+        ["match mode:", "model.eval()"], None),
+    "what each of several calls is given": (
+        "a = torch.ones(1)\nchecks.call('g(a)', g, a)\nbatches = [torch.ones(1)]\nfor batch in batches:\n"
+        "    checks.call('f(batch)', f, batch)",
+        ["a = torch.ones(1)", "batches = [torch.ones(1)]", "for batch in batches:"], None),
+    "what is unpacked for the checks alone": (
+        "expected, *others = [1, 2, 3]\nfirst, state['n'] = (1, 2)\nchecks.call('f()', f)",
+        ["first, state['n'] = (1, 2)"], r"expected"),
 }
 
 
