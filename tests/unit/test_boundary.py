@@ -150,7 +150,7 @@ def test_an_object_the_judge_cannot_rebuild_stays_an_opaque_stand_in_named_as_th
             return True
 
     back = sealed(pipe, lambda: Everything())
-    assert type(back).__name__ == "Everything"
+    assert type(back).__name__ == "Everything" and repr(back) == "<Everything>"  # as a diagnostic shows it
     with pytest.raises(TypeError):
         "anything" in back
 
@@ -380,17 +380,21 @@ def test_an_attribute_the_judge_cannot_rebuild_stays_out_and_the_others_still_cr
 
 @pytest.mark.parametrize("state, broken", [
     ("held", []),
-    ("attribute", ["__class__", {"kind": "constant", "value": 1}]),
-    ("attribute", ["_parameters", {"kind": "constant", "value": None}]),
-], ids=["no-state", "a-dunder", "a-private-attribute"])
+    ("attributes", ["__class__", {"kind": "constant", "value": 1}]),
+    ("attributes", ["_parameters", {"kind": "constant", "value": None}]),
+    ("attributes", ["training", {"kind": "constant", "value": "yes"}]),
+    ("parameters", ["weight", {"kind": "constant", "value": 1}]),
+], ids=["no-state", "a-dunder", "a-private-attribute", "training", "a-parameter-not-a-tensor"])
 def test_a_forged_state_of_an_argument_fails_the_call(pipe, state, broken):
     reader, writer = pipe
     model = torch.nn.Linear(2, 2)
+    module = {"training": True, "parameters": [], "grads": [], "buffers": [], "non_persistent": [], "attributes": []}
     report = {"what": "f()", "result": {"kind": "constant", "value": None}, "payloads": [], "counters": [],
-              "held": [{"modules": [["", {"training": True, "parameters": [], "grads": [], "buffers": [],
-                                          "non_persistent": [], "attributes": [broken]}]]}]}
+              "held": [{"modules": [["", module]]}]}
     if state == "held":
         report["held"] = broken
+    else:
+        module[state] = [broken]
     os.write(writer, forged(report))
     with pytest.raises(AssertionError) as failure:
         boundary.Judge(reader).call("f()", None, (model,), {}, None, core._run)
@@ -398,25 +402,32 @@ def test_a_forged_state_of_an_argument_fails_the_call(pipe, state, broken):
     assert "weight" in model._parameters  # nothing written
 
 
-@pytest.mark.parametrize("saves", [True, False], ids=["saved", "not-saved"])
+@pytest.mark.parametrize("saves", ["checkpoint", "empty", None], ids=["saved", "empty", "not-saved"])
 def test_a_file_saved_at_a_path_argument_is_at_the_judges_own_path(pipe, tmp_path, saves):
-    """Caller and judge have folders of their own (a test's tempfile): the file goes by argument position."""
+    """Caller and judge have folders of their own (a test's tempfile): the file goes by argument position.
+    The function returns a tensor too: its data crosses beside the file's."""
     (tmp_path / "caller").mkdir()
     (tmp_path / "judge").mkdir()
     judged = tmp_path / "judge" / "model.pt"
     judged.write_bytes(b"stale")  # a file the student's function removed, or never wrote, is not there
 
     def save(state, path, device):
-        if saves:
+        if saves == "checkpoint":
             torch.save(state, path)
+        elif saves == "empty":
+            open(path, "wb").close()
         elif os.path.exists(path):
             os.remove(path)
+        return state["w"] * 2
 
     state = {"w": torch.arange(3.0)}
-    sealed(pipe, save, state, str(tmp_path / "caller" / "model.pt"), "cpu", judged=(state, str(judged), "cpu"))
-    assert judged.exists() is saves
-    if saves:
+    back = sealed(pipe, save, state, str(tmp_path / "caller" / "model.pt"), "cpu", judged=(state, str(judged), "cpu"))
+    assert torch.equal(back, torch.arange(3.0) * 2)
+    assert judged.exists() is (saves is not None)
+    if saves == "checkpoint":
         assert torch.equal(torch.load(judged, weights_only=True)["w"], torch.arange(3.0))
+    if saves == "empty":
+        assert judged.read_bytes() == b""
 
 
 def test_the_error_the_callers_function_raised_is_the_cause_of_the_judges_diagnostic(pipe):
@@ -606,9 +617,17 @@ def test_a_module_of_pytorchs_class_made_by_the_call_is_one_again(pipe):
     assert back[0].in_features == 2 and back[1].num_batches_tracked.dtype == torch.int64
 
 
-def test_a_tensor_found_twice_in_a_result_is_one_tensor_in_the_judge(pipe):
-    back = sealed(pipe, lambda: (lambda t: [t, {"again": t}])(torch.ones(2)))
+@pytest.mark.parametrize("made", [lambda: torch.ones(2), lambda: torch.nn.Parameter(torch.ones(2)),
+                                  lambda: torch.ones(2, requires_grad=True) * 2],
+                         ids=["tensor", "parameter", "computed"])
+def test_a_tensor_found_twice_in_a_result_is_one_tensor_in_the_judge(pipe, made):
+    back = sealed(pipe, lambda: (lambda t: [t, {"again": t}])(made()))
     assert back[0] is back[1]["again"]
+
+
+def test_a_tensor_computed_in_the_call_from_none_of_its_arguments_still_requires_grad(pipe):
+    back = sealed(pipe, lambda: torch.ones(2, requires_grad=True) * 2)
+    assert back.requires_grad and not back.is_leaf
 
 
 def test_a_failed_calls_diagnostic_is_the_judges_own(pipe):
@@ -629,12 +648,15 @@ def test_a_failed_calls_diagnostic_is_the_judges_own(pipe):
     (["ValueError", "Exception"], "split over meta and cpu", "verdict_call_raised"),
     (["RuntimeError"], "Expected all tensors to be on the same device, but found cuda:0 and cpu", "device_mismatch"),
     ([], "", "verdict_call_unreadable"),
-])
+    (["ValueError"], 5, "verdict_call_raised"),
+], ids=["another-error", "a-known-mistake", "no-error", "a-text-not-a-string"])
 def test_a_raised_error_is_known_by_its_kind_and_pytorchs_words(kinds, cause, key):
     failure = boundary._reported("f(x)", {"key": "raised", "fields": {"what": {"str": "hidden words"}},
                                           "kinds": kinds, "cause": cause})
     assert failure.course_key == key and failure.course_fields["what"] == "f(x)"
     assert (failure.__cause__ is not None) == bool(kinds)
+    if kinds:
+        assert failure.course_fields["error"] == f"{kinds[0]}: {cause if isinstance(cause, str) else ''}".split("\n")[0]
 
 
 @pytest.mark.parametrize("sent, shown", [("torch.Tensor.to, builtins.isinstance", "torch.Tensor.to, builtins.isinstance"),
