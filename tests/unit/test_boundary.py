@@ -388,9 +388,10 @@ def test_an_attribute_the_judge_cannot_rebuild_stays_out_and_the_others_still_cr
 def test_a_forged_state_of_an_argument_fails_the_call(pipe, state, broken):
     reader, writer = pipe
     model = torch.nn.Linear(2, 2)
+    before = dict(model._parameters)
     module = {"training": True, "parameters": [], "grads": [], "buffers": [], "non_persistent": [], "attributes": []}
     report = {"what": "f()", "result": {"kind": "constant", "value": None}, "payloads": [], "counters": [],
-              "held": [{"modules": [["", module]]}]}
+              "held": [{"modules": [["", module]]}], "files": [], "carrying": []}  # all but the forged part
     if state == "held":
         report["held"] = broken
     else:
@@ -399,7 +400,7 @@ def test_a_forged_state_of_an_argument_fails_the_call(pipe, state, broken):
     with pytest.raises(AssertionError) as failure:
         boundary.Judge(reader).call("f()", None, (model,), {}, None, core._run)
     assert failure.value.course_key == "verdict_call_unreadable"
-    assert "weight" in model._parameters  # nothing written
+    assert model._parameters == before and model.training  # nothing written
 
 
 @pytest.mark.parametrize("saves", ["checkpoint", "empty", None], ids=["saved", "empty", "not-saved"])
