@@ -545,6 +545,24 @@ def test_only_a_call_that_involves_the_students_code_crosses(pipe):
     assert judge.call("list(sampler)", list, (stand_in,), {}, None, core._run) == [2, 0, 1]
 
 
+def test_a_call_on_a_mapping_of_the_students_class_that_a_call_returned_crosses(pipe):
+    """The judge holds it as an opaque stand-in: `len(options)` runs in the caller, on the student's object."""
+    reader, writer = pipe
+
+    def make_options():
+        return Options()
+
+    def stub():
+        raise AssertionError("the judge never calls the student's function")
+
+    recorder, judge = boundary.Recorder(writer, [make_options]), boundary.Judge(reader, [stub])
+    options = recorder.call("make_options()", make_options, (), {}, None, core._run)
+    assert recorder.call("len(options)", len, (options,), {}, None, core._run) == 1
+    os.close(writer)  # what the caller did not send, the judge finds lost
+    stand_in = judge.call("make_options()", stub, (), {}, None, core._run)
+    assert judge.call("len(options)", len, (stand_in,), {}, None, core._run) == 1
+
+
 def test_a_module_that_carries_the_students_hooks_runs_in_the_caller(pipe, monkeypatch):
     """cast_floating's answer hooks the norms: the check's forward pass then runs where the hooks are."""
     def cast_floating(model, dtype):
@@ -627,11 +645,13 @@ def test_a_tensor_found_twice_in_a_result_is_one_tensor_in_the_judge(pipe, made)
 
 
 @pytest.mark.parametrize("wrap", [lambda inner: [inner], lambda inner: {"inner": inner}], ids=["list", "dict"])
-def test_a_result_nested_as_deep_as_the_limit_comes_back(pipe, wrap):
+def test_a_result_nested_as_deep_as_the_limit_comes_back_and_no_deeper(pipe, wrap):
     result = 1
     for _ in range(boundary.DEPTH_LIMIT):
         result = wrap(result)
     assert sealed(pipe, lambda: result) == result
+    with pytest.raises(RecursionError):  # the caller sends nothing: the judge's call is lost
+        boundary.Recorder(pipe[1]).call("f()", lambda: wrap(result), (), {}, None, core._run)
 
 
 def test_a_tensor_computed_in_the_call_from_none_of_its_arguments_still_requires_grad(pipe):
