@@ -792,3 +792,70 @@ def test_a_result_of_an_unknown_kind_fails_the_call(pipe):
     assert type(back).__module__ == boundary.__name__  # an opaque stand-in, which no check accepts
     with pytest.raises(AssertionError):
         checks.assert_tensor(back, "f()")
+
+
+# ------------------------------------------------------------------ the first frame: names and PyTorch's settings
+
+@pytest.fixture
+def settings_restored():
+    """PyTorch's global settings as they were, after the test changed them."""
+    before = boundary.torch_settings()
+    yield
+    boundary.take_torch_settings(before)
+
+
+STUDENT_SETTINGS = {"default_dtype": "float64", "grad_enabled": False, "deterministic": True,
+                    "deterministic_warn_only": True,
+                    "print": {"precision": 2, "threshold": 10, "edgeitems": 1, "linewidth": 40, "sci_mode": True}}
+
+
+def test_the_judge_takes_the_pytorch_settings_the_students_cells_left(pipe, settings_restored):
+    """The test cell makes its own tensors in the judge as it did in the student's kernel."""
+    reader, writer = pipe
+    torch.set_default_dtype(torch.float64)  # what the student's cells set, in the caller
+    torch.set_grad_enabled(False)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.set_printoptions(precision=2, threshold=10, edgeitems=1, linewidth=40, sci_mode=True)
+    boundary.Recorder(writer).send_names(["move", "Net"])
+    torch.set_default_dtype(torch.float32)  # the judge's parent, which ran none of the student's cells
+    torch.set_grad_enabled(True)
+    torch.use_deterministic_algorithms(False)
+    torch.set_printoptions(profile="default")
+    names, settings = boundary.read_names(reader)
+    boundary.take_torch_settings(settings)
+    assert names == ["move", "Net"] and boundary.torch_settings() == STUDENT_SETTINGS
+    assert torch.ones(1).dtype == torch.float64 and not torch.is_grad_enabled()
+
+
+FORGED_SETTINGS = {
+    "a-dtype-not-a-default": {"default_dtype": "int64"},
+    "not-booleans": {"grad_enabled": "no", "deterministic": 1},
+    "print-options-out-of-range": {"print": {"precision": -1, "threshold": "all", "linewidth": 2.5, "sci_mode": "yes"}},
+    "not-a-mapping": {"print": ["precision", 2]},
+}
+
+
+@pytest.mark.parametrize("forged_settings", FORGED_SETTINGS.values(), ids=FORGED_SETTINGS.keys())
+def test_a_setting_pytorch_would_not_accept_is_not_taken(settings_restored, forged_settings):
+    before = boundary.torch_settings()
+    boundary.take_torch_settings(forged_settings)
+    assert boundary.torch_settings() == before
+
+
+@pytest.mark.parametrize("sent, names", [
+    ({"names": ["move", "__import__", "not a name", 3, "Net"], "settings": "fast"}, (["move", "Net"], {})),
+    ({"names": "move"}, ([], {})),
+    ({"settings": {}}, ([], {})),
+], ids=["odd-names-and-settings", "names-not-a-list", "no-names"])
+def test_the_judge_takes_only_plain_names_of_the_caller_for_its_stubs(pipe, sent, names):
+    reader, writer = pipe
+    os.write(writer, forged(sent))
+    assert boundary.read_names(reader) == names
+
+
+@pytest.mark.parametrize("sent, names", [(b"", None), (frame(b"not a frame"), ([], {}))], ids=["nothing", "garbage"])
+def test_a_program_that_sent_no_names_or_garbage_gives_the_judge_none(pipe, sent, names):
+    reader, writer = pipe
+    os.write(writer, sent)
+    os.close(writer)
+    assert boundary.read_names(reader) == names
