@@ -148,5 +148,5 @@ MUTANTS ?=
 mutation: install  ## mutation testing (mutmut) of the checks and the security code against the fast unit tests; lists surviving mutants
 	test -x $(BIN)/mutmut || $(BIN)/pip install --quiet --disable-pip-version-check "mutmut>=3.8,<4"
 	rm -rf build/mutation && mkdir -p build/mutation
-	cp -R pyproject.toml nbgrader_config.py autograder course tests build/mutation/
+	cp -R pyproject.toml nbgrader_config.py autograder course tests source build/mutation/
 	cd build/mutation && $(BIN)/mutmut run --max-children 1 $(MUTANTS) && $(BIN)/mutmut results

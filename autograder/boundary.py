@@ -553,7 +553,7 @@ class Known:
     call: the call's arguments (their tensors, and every container and container type found in them) and
     the parameters and buffers of the modules among them; `held`, the modules and other PyTorch objects
     among them, whose state is mirrored; `leaves`, every argument that is neither a tensor nor a
-    container nor a constant (what decides whether a call crosses)."""
+    container nor a constant, or that the side holds as opaque (what decides whether a call crosses)."""
 
     def __init__(self, args, kwargs, opaque=lambda value: False):
         self.objects, self.types, self.held, self.leaves, self._positions = [], [], [], [], {}
@@ -564,7 +564,9 @@ class Known:
             if id(value) in seen or type(value) in _CONSTANTS:
                 continue
             seen.add(id(value))
-            if isinstance(value, (torch.Tensor, list, tuple, Mapping)):
+            # a container the judge holds as an opaque stand-in (a Mapping of the student's class) is a leaf
+            # on both sides, so that both find the same positions and a call on it crosses on both
+            if isinstance(value, (torch.Tensor, list, tuple, Mapping)) and not opaque(value):
                 self._positions[id(value)] = len(self.objects)
                 if isinstance(value, torch.Tensor) and id(value) not in of_modules:
                     self.given.add(len(self.objects))

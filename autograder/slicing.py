@@ -27,6 +27,7 @@ not change, in a statement whose value only the checks read, anything a later ca
 import ast
 import copy
 import functools
+import inspect
 import itertools
 import sys
 import types
@@ -62,8 +63,8 @@ def crossing_checks() -> frozenset:
     for name, module in list(sys.modules.items()):
         if name == checks.__name__ or name.startswith(checks.__name__ + "."):
             for attribute, value in vars(module).items():
-                if isinstance(value, types.FunctionType):
-                    functions.setdefault(attribute, set()).update(_code_names(value.__code__))
+                if isinstance(value, types.FunctionType):  # a decorated one read as written (functools.wraps)
+                    functions.setdefault(attribute, set()).update(_code_names(inspect.unwrap(value).__code__))
     crossing, grown = {"call"}, True
     while grown:
         found = {name for name, used in functions.items() if used & crossing}
@@ -413,10 +414,11 @@ def _guarded(body, shared) -> list:
 
 
 def _rebuilt(statement, blocks):
-    """A copy of a compound statement (`_children`) whose every block of statements is `blocks(block, field)`."""
+    """A copy of a compound statement (`_children`) whose every block of statements is `blocks(block, field)`
+    (a block the statement lacks, an `else:` or `finally:` not written, stays empty)."""
     statement = copy.copy(statement)
     for field in ("body", "orelse", "finalbody"):
-        if field in statement._fields:
+        if getattr(statement, field, None):
             setattr(statement, field, blocks(getattr(statement, field), field))
     if isinstance(statement, ast.Try):
         statement.handlers = [copy.copy(handler) for handler in statement.handlers]
@@ -426,5 +428,6 @@ def _rebuilt(statement, blocks):
 
 
 def _filled(statements, field) -> list:
-    """A block Python needs non-empty holds `pass` where the caller keeps nothing of it."""
-    return statements or ([ast.Pass()] if field == "body" else [])
+    """A block Python needs non-empty holds `pass` where the caller keeps nothing of it: a body, and a
+    `finally:` (a `try:` with no `except:` needs it)."""
+    return statements or ([ast.Pass()] if field in ("body", "finalbody") else [])

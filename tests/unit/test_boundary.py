@@ -9,6 +9,7 @@ import io
 import os
 import pickle
 from collections import OrderedDict, defaultdict, namedtuple
+from collections.abc import Mapping
 
 import pytest
 import torch
@@ -79,6 +80,14 @@ def test_an_argument_returned_is_the_judges_own_argument(pipe):
     assert sealed(pipe, lambda t: t.to("cpu"), x, judged=(judged,)) is judged
 
 
+def test_an_argument_is_known_however_often_the_arguments_repeat_another(pipe):
+    """Each object of the arguments is one position, found once: rows that repeat the same tensors do not use
+    up the positions before the judge finds the tensor the call returns."""
+    row = [torch.zeros(2)] * 400
+    x, judged = torch.ones(3), torch.ones(3)
+    assert sealed(pipe, lambda rows, t: t, [row] * 400, x, judged=([copy.deepcopy(row)] * 400, judged)) is judged
+
+
 def cast_by_data(t):
     t.data = t.data.double() * 2
     return t
@@ -141,7 +150,7 @@ def test_an_object_the_judge_cannot_rebuild_stays_an_opaque_stand_in_named_as_th
             return True
 
     back = sealed(pipe, lambda: Everything())
-    assert type(back).__name__ == "Everything"
+    assert type(back).__name__ == "Everything" and repr(back) == "<Everything>"  # as a diagnostic shows it
     with pytest.raises(TypeError):
         "anything" in back
 
@@ -202,6 +211,14 @@ def test_a_leaf_that_requires_grad_stays_one(pipe):
     assert type(sealed(pipe, lambda: torch.nn.Parameter(torch.ones(2)))) is torch.nn.Parameter
 
 
+@pytest.mark.parametrize("made", [lambda: torch.ones(3), lambda: torch.ones(3, dtype=torch.bfloat16),
+                                  lambda: torch.arange(3), lambda: torch.ones(3, requires_grad=True).detach()],
+                         ids=["float32", "bfloat16", "int64", "detached"])
+def test_a_new_tensor_that_needs_no_gradient_needs_none_in_the_judge(pipe, made):
+    back = sealed(pipe, made)
+    assert not back.requires_grad and back.is_leaf
+
+
 def test_a_gradient_is_measured_by_then_where_the_result_was_made(pipe):
     w = torch.ones(3, requires_grad=True)
 
@@ -248,6 +265,27 @@ def test_a_parameter_replaced_by_a_new_one_is_a_new_one_in_the_judge(pipe):
     sealed(pipe, replace, model, judged=(judged,))
     assert judged.weight is not original and type(judged.weight) is torch.nn.Parameter
     assert judged.weight.dtype == torch.float64
+
+
+def test_a_modules_tensors_swapped_onto_a_device_are_the_judges_own_there(pipe, accelerator):
+    """`model.to(device)` with PyTorch's swap on conversion keeps each parameter object and swaps its
+    contents (cpu to meta, which `.data =` refuses): the judge's own parameters hold the caller's now."""
+    model = torch.nn.BatchNorm1d(3)
+    judged = copy.deepcopy(model)
+    parameters = list(judged.parameters())
+
+    def swapped_to(m):
+        swapping = torch.__future__.get_swap_module_params_on_conversion()
+        torch.__future__.set_swap_module_params_on_conversion(True)
+        try:
+            return m.to(accelerator)
+        finally:
+            torch.__future__.set_swap_module_params_on_conversion(swapping)
+
+    assert sealed(pipe, swapped_to, model, judged=(judged,)) is judged
+    assert all(mine is theirs for mine, theirs in zip(judged.parameters(), parameters, strict=True))
+    assert all(type(p) is torch.nn.Parameter and p.requires_grad and p.shape == (3,) for p in parameters)
+    checks.assert_module_on(judged, accelerator, "f(model)")
 
 
 class Wrapper(torch.nn.Module):
@@ -300,47 +338,97 @@ def test_an_optimizer_and_a_grad_scaler_changed_by_the_call_are_changed_in_the_j
     assert torch.equal(judged_model.weight, model.weight) and judged_model.weight.grad is not None
 
 
+class Options(Mapping):
+    """A mapping of the student's that is not a dict: the judge has no type to rebuild it as."""
+
+    def __getitem__(self, key):
+        return {"pin_memory": True}[key]
+
+    def __iter__(self):
+        return iter(["pin_memory"])
+
+    def __len__(self):
+        return 1
+
+
+def nested(depth):
+    return [] if depth == 0 else [nested(depth - 1)]
+
+
+# what a module argument may be given that the judge cannot rebuild as it was
+UNREBUILDABLE = {
+    "a-students-object": lambda: Options,
+    "a-students-mapping": Options,
+    "nested-too-deep": lambda: nested(boundary.DEPTH_LIMIT + 8),
+}
+
+
+@pytest.mark.parametrize("made", UNREBUILDABLE.values(), ids=UNREBUILDABLE.keys())
+def test_an_attribute_the_judge_cannot_rebuild_stays_out_and_the_others_still_cross(pipe, made):
+    """An opaque stand-in written into the judge's module would be called there as if it were the
+    student's object; the judge keeps its own attribute instead, and still takes every other one."""
+    model = torch.nn.Linear(2, 2)
+    judged = copy.deepcopy(model)
+
+    def configure(m):
+        m.extra = made()  # first: what comes after it is mirrored all the same
+        m.flag = True
+
+    sealed(pipe, configure, model, judged=(judged,))
+    assert "extra" not in vars(judged) and judged.flag is True
+
+
 @pytest.mark.parametrize("state, broken", [
     ("held", []),
-    ("attribute", ["__class__", {"kind": "constant", "value": 1}]),
-    ("attribute", ["_parameters", {"kind": "constant", "value": None}]),
-], ids=["no-state", "a-dunder", "a-private-attribute"])
+    ("attributes", ["__class__", {"kind": "constant", "value": 1}]),
+    ("attributes", ["_parameters", {"kind": "constant", "value": None}]),
+    ("attributes", ["training", {"kind": "constant", "value": "yes"}]),
+    ("parameters", ["weight", {"kind": "constant", "value": 1}]),
+], ids=["no-state", "a-dunder", "a-private-attribute", "training", "a-parameter-not-a-tensor"])
 def test_a_forged_state_of_an_argument_fails_the_call(pipe, state, broken):
     reader, writer = pipe
     model = torch.nn.Linear(2, 2)
+    before = dict(model._parameters)
+    module = {"training": True, "parameters": [], "grads": [], "buffers": [], "non_persistent": [], "attributes": []}
     report = {"what": "f()", "result": {"kind": "constant", "value": None}, "payloads": [], "counters": [],
-              "held": [{"modules": [["", {"training": True, "parameters": [], "grads": [], "buffers": [],
-                                          "non_persistent": [], "attributes": [broken]}]]}]}
+              "held": [{"modules": [["", module]]}], "files": [], "carrying": []}  # all but the forged part
     if state == "held":
         report["held"] = broken
-    buffer = io.BytesIO()
-    torch.save(report, buffer)
-    os.write(writer, frame(buffer.getvalue()))
+    else:
+        module[state] = [broken]
+    os.write(writer, forged(report))
     with pytest.raises(AssertionError) as failure:
         boundary.Judge(reader).call("f()", None, (model,), {}, None, core._run)
     assert failure.value.course_key == "verdict_call_unreadable"
-    assert "weight" in model._parameters  # nothing written
+    assert model._parameters == before and model.training  # nothing written
 
 
-@pytest.mark.parametrize("saves", [True, False], ids=["saved", "not-saved"])
+@pytest.mark.parametrize("saves", ["checkpoint", "empty", None], ids=["saved", "empty", "not-saved"])
 def test_a_file_saved_at_a_path_argument_is_at_the_judges_own_path(pipe, tmp_path, saves):
-    """Caller and judge have folders of their own (a test's tempfile): the file goes by argument position."""
+    """Caller and judge have folders of their own (a test's tempfile): the file goes by argument position.
+    The function returns a tensor too: its data crosses beside the file's."""
     (tmp_path / "caller").mkdir()
     (tmp_path / "judge").mkdir()
     judged = tmp_path / "judge" / "model.pt"
     judged.write_bytes(b"stale")  # a file the student's function removed, or never wrote, is not there
 
     def save(state, path, device):
-        if saves:
+        if saves == "checkpoint":
             torch.save(state, path)
+        elif saves == "empty":
+            open(path, "wb").close()
         elif os.path.exists(path):
             os.remove(path)
+        return state["w"] * 2
 
     state = {"w": torch.arange(3.0)}
-    sealed(pipe, save, state, str(tmp_path / "caller" / "model.pt"), "cpu", judged=(state, str(judged), "cpu"))
-    assert judged.exists() is saves
-    if saves:
+    back = sealed(pipe, save, state, str(tmp_path / "caller" / "model.pt"), "cpu", judged=(state, str(judged), "cpu"))
+    assert torch.equal(back, torch.arange(3.0) * 2)
+    assert judged.exists() is (saves is not None)
+    if saves == "checkpoint":
         assert torch.equal(torch.load(judged, weights_only=True)["w"], torch.arange(3.0))
+    if saves == "empty":
+        assert judged.read_bytes() == b""
 
 
 def test_the_error_the_callers_function_raised_is_the_cause_of_the_judges_diagnostic(pipe):
@@ -457,6 +545,24 @@ def test_only_a_call_that_involves_the_students_code_crosses(pipe):
     assert judge.call("list(sampler)", list, (stand_in,), {}, None, core._run) == [2, 0, 1]
 
 
+def test_a_call_on_a_mapping_of_the_students_class_that_a_call_returned_crosses(pipe):
+    """The judge holds it as an opaque stand-in: `len(options)` runs in the caller, on the student's object."""
+    reader, writer = pipe
+
+    def make_options():
+        return Options()
+
+    def stub():
+        raise AssertionError("the judge never calls the student's function")
+
+    recorder, judge = boundary.Recorder(writer, [make_options]), boundary.Judge(reader, [stub])
+    options = recorder.call("make_options()", make_options, (), {}, None, core._run)
+    assert recorder.call("len(options)", len, (options,), {}, None, core._run) == 1
+    os.close(writer)  # what the caller did not send, the judge finds lost
+    stand_in = judge.call("make_options()", stub, (), {}, None, core._run)
+    assert judge.call("len(options)", len, (stand_in,), {}, None, core._run) == 1
+
+
 def test_a_module_that_carries_the_students_hooks_runs_in_the_caller(pipe, monkeypatch):
     """cast_floating's answer hooks the norms: the check's forward pass then runs where the hooks are."""
     def cast_floating(model, dtype):
@@ -530,9 +636,27 @@ def test_a_module_of_pytorchs_class_made_by_the_call_is_one_again(pipe):
     assert back[0].in_features == 2 and back[1].num_batches_tracked.dtype == torch.int64
 
 
-def test_a_tensor_found_twice_in_a_result_is_one_tensor_in_the_judge(pipe):
-    back = sealed(pipe, lambda: (lambda t: [t, {"again": t}])(torch.ones(2)))
+@pytest.mark.parametrize("made", [lambda: torch.ones(2), lambda: torch.nn.Parameter(torch.ones(2)),
+                                  lambda: torch.ones(2, requires_grad=True) * 2],
+                         ids=["tensor", "parameter", "computed"])
+def test_a_tensor_found_twice_in_a_result_is_one_tensor_in_the_judge(pipe, made):
+    back = sealed(pipe, lambda: (lambda t: [t, {"again": t}])(made()))
     assert back[0] is back[1]["again"]
+
+
+@pytest.mark.parametrize("wrap", [lambda inner: [inner], lambda inner: {"inner": inner}], ids=["list", "dict"])
+def test_a_result_nested_as_deep_as_the_limit_comes_back_and_no_deeper(pipe, wrap):
+    result = 1
+    for _ in range(boundary.DEPTH_LIMIT):
+        result = wrap(result)
+    assert sealed(pipe, lambda: result) == result
+    with pytest.raises(RecursionError):  # the caller sends nothing: the judge's call is lost
+        boundary.Recorder(pipe[1]).call("f()", lambda: wrap(result), (), {}, None, core._run)
+
+
+def test_a_tensor_computed_in_the_call_from_none_of_its_arguments_still_requires_grad(pipe):
+    back = sealed(pipe, lambda: torch.ones(2, requires_grad=True) * 2)
+    assert back.requires_grad and not back.is_leaf
 
 
 def test_a_failed_calls_diagnostic_is_the_judges_own(pipe):
@@ -553,12 +677,60 @@ def test_a_failed_calls_diagnostic_is_the_judges_own(pipe):
     (["ValueError", "Exception"], "split over meta and cpu", "verdict_call_raised"),
     (["RuntimeError"], "Expected all tensors to be on the same device, but found cuda:0 and cpu", "device_mismatch"),
     ([], "", "verdict_call_unreadable"),
-])
+    (["ValueError"], 5, "verdict_call_raised"),
+], ids=["another-error", "a-known-mistake", "no-error", "a-text-not-a-string"])
 def test_a_raised_error_is_known_by_its_kind_and_pytorchs_words(kinds, cause, key):
     failure = boundary._reported("f(x)", {"key": "raised", "fields": {"what": {"str": "hidden words"}},
                                           "kinds": kinds, "cause": cause})
     assert failure.course_key == key and failure.course_fields["what"] == "f(x)"
     assert (failure.__cause__ is not None) == bool(kinds)
+    if kinds:
+        assert failure.course_fields["error"] == f"{kinds[0]}: {cause if isinstance(cause, str) else ''}".split("\n")[0]
+
+
+@pytest.mark.parametrize("sent, shown", [("torch.Tensor.to, builtins.isinstance", "torch.Tensor.to, builtins.isinstance"),
+                                         ("torch.Tensor.to, <your grade: 100>", "torch.Tensor.to"),
+                                         ("<your grade: 100>", "…")],
+                         ids=["watched-names", "a-forged-name", "no-watched-name"])
+def test_tampering_seen_in_the_caller_is_the_judges_diagnostic_naming_only_watched_names(pipe, sent, shown):
+    """The caller's integrity check saw a patched function: the judge says so in its own words, and names
+    only what it watches itself (the caller's text could say anything)."""
+    from autograder.messages import diagnostic
+
+    def tampered(what, *call):
+        raise diagnostic("tampering", what=what, names=sent)
+
+    reader, writer = pipe
+    with pytest.raises(AssertionError):
+        boundary.Recorder(writer).call("f()", None, (), {}, None, tampered)
+    with pytest.raises(AssertionError) as failure:
+        boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
+    assert failure.value.course_key == "tampering" and failure.value.course_fields == {"what": "f()", "names": shown}
+
+
+def recursing(depth):
+    if depth == 0:
+        raise ValueError("the innermost frame")
+    return recursing(depth - 1)
+
+
+def test_a_raised_error_crosses_with_the_source_lines_of_its_innermost_frames_only(pipe):
+    """The grader shows the first of them that is a line of the student's cells (verdict.render): the
+    innermost ones are where the student's mistake is; the outer ones, the test's, do not cross."""
+    reader, writer = pipe
+    with pytest.raises(AssertionError):
+        boundary.Recorder(writer).call("f(20)", recursing, (20,), {}, None, core._run)
+    lines = boundary.read_frame(reader)["failed"]["lines"]
+    assert lines == ['raise ValueError("the innermost frame")', *["return recursing(depth - 1)"] * 7]
+
+
+def test_the_judge_shows_no_more_source_lines_than_an_honest_caller_sends(pipe):
+    reader, writer = pipe
+    lines = [f"line_{i} = {i}" for i in range(20)]
+    os.write(writer, forged({"what": "f()", "failed": {"kinds": ["ValueError"], "cause": "", "lines": lines}}))
+    with pytest.raises(AssertionError) as failure:
+        boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
+    assert failure.value.course_fields["lines"].splitlines() == lines[:8]
 
 
 def test_what_the_students_code_drew_does_not_change_the_callers_later_tensors(pipe):
@@ -571,6 +743,13 @@ def test_what_the_students_code_drew_does_not_change_the_callers_later_tensors(p
 
 def frame(data: bytes) -> bytes:
     return boundary._HEADER.pack(len(data)) + data
+
+
+def forged(report: dict) -> bytes:
+    """A frame a caller could write: any data that `torch.load(weights_only=True)` reads."""
+    buffer = io.BytesIO()
+    torch.save(report, buffer)
+    return frame(buffer.getvalue())
 
 
 class Planted:
@@ -587,6 +766,7 @@ class Planted:
 ], ids=["nothing", "half-a-header", "a-forged-record", "a-pickle-that-runs-code", "too-large"])
 def test_whatever_else_the_caller_sends_fails_the_call(pipe, sent, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")  # the judge asks for data only, whatever torch's default
     reader, writer = pipe
     os.write(writer, sent)
     os.close(writer)
@@ -606,11 +786,76 @@ def test_a_result_for_another_call_fails_the_call(pipe):
 
 def test_a_result_of_an_unknown_kind_fails_the_call(pipe):
     reader, writer = pipe
-    buffer = io.BytesIO()
-    torch.save({"what": "f()", "result": {"kind": "function", "value": "os.system"}, "payloads": [], "held": [],
-                "counters": [], "files": [], "carrying": []}, buffer)
-    os.write(writer, frame(buffer.getvalue()))
+    os.write(writer, forged({"what": "f()", "result": {"kind": "function", "value": "os.system"}, "payloads": [],
+                             "held": [], "counters": [], "files": [], "carrying": []}))
     back = boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
     assert type(back).__module__ == boundary.__name__  # an opaque stand-in, which no check accepts
     with pytest.raises(AssertionError):
         checks.assert_tensor(back, "f()")
+
+
+# ------------------------------------------------------------------ the first frame: names and PyTorch's settings
+
+@pytest.fixture
+def settings_restored():
+    """PyTorch's global settings as they were, after the test changed them."""
+    before = boundary.torch_settings()
+    yield
+    boundary.take_torch_settings(before)
+
+
+STUDENT_SETTINGS = {"default_dtype": "float64", "grad_enabled": False, "deterministic": True,
+                    "deterministic_warn_only": True,
+                    "print": {"precision": 2, "threshold": 10, "edgeitems": 1, "linewidth": 40, "sci_mode": True}}
+
+
+def test_the_judge_takes_the_pytorch_settings_the_students_cells_left(pipe, settings_restored):
+    """The test cell makes its own tensors in the judge as it did in the student's kernel."""
+    reader, writer = pipe
+    torch.set_default_dtype(torch.float64)  # what the student's cells set, in the caller
+    torch.set_grad_enabled(False)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.set_printoptions(precision=2, threshold=10, edgeitems=1, linewidth=40, sci_mode=True)
+    boundary.Recorder(writer).send_names(["move", "Net"])
+    torch.set_default_dtype(torch.float32)  # the judge's parent, which ran none of the student's cells
+    torch.set_grad_enabled(True)
+    torch.use_deterministic_algorithms(False)
+    torch.set_printoptions(profile="default")
+    names, settings = boundary.read_names(reader)
+    boundary.take_torch_settings(settings)
+    assert names == ["move", "Net"] and boundary.torch_settings() == STUDENT_SETTINGS
+    assert torch.ones(1).dtype == torch.float64 and not torch.is_grad_enabled()
+
+
+FORGED_SETTINGS = {
+    "a-dtype-not-a-default": {"default_dtype": "int64"},
+    "not-booleans": {"grad_enabled": "no", "deterministic": 1},
+    "print-options-out-of-range": {"print": {"precision": -1, "threshold": "all", "linewidth": 2.5, "sci_mode": "yes"}},
+    "not-a-mapping": {"print": ["precision", 2]},
+}
+
+
+@pytest.mark.parametrize("forged_settings", FORGED_SETTINGS.values(), ids=FORGED_SETTINGS.keys())
+def test_a_setting_pytorch_would_not_accept_is_not_taken(settings_restored, forged_settings):
+    before = boundary.torch_settings()
+    boundary.take_torch_settings(forged_settings)
+    assert boundary.torch_settings() == before
+
+
+@pytest.mark.parametrize("sent, names", [
+    ({"names": ["move", "__import__", "not a name", 3, "Net"], "settings": "fast"}, (["move", "Net"], {})),
+    ({"names": "move"}, ([], {})),
+    ({"settings": {}}, ([], {})),
+], ids=["odd-names-and-settings", "names-not-a-list", "no-names"])
+def test_the_judge_takes_only_plain_names_of_the_caller_for_its_stubs(pipe, sent, names):
+    reader, writer = pipe
+    os.write(writer, forged(sent))
+    assert boundary.read_names(reader) == names
+
+
+@pytest.mark.parametrize("sent, names", [(b"", None), (frame(b"not a frame"), ([], {}))], ids=["nothing", "garbage"])
+def test_a_program_that_sent_no_names_or_garbage_gives_the_judge_none(pipe, sent, names):
+    reader, writer = pipe
+    os.write(writer, sent)
+    os.close(writer)
+    assert boundary.read_names(reader) == names

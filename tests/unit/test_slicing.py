@@ -3,6 +3,8 @@ never what the checks compare against; the judge runs the whole cell, the caller
 import ast
 import json
 import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,7 @@ def without_judge_only(source) -> str:
                 statements = getattr(node, field, None)
                 if isinstance(statements, list) and field in node._fields:
                     kept = [s for s in statements if not _guarded(s)]
-                    setattr(node, field, kept or ([ast.Pass()] if field == "body" and statements else []))
+                    setattr(node, field, kept or ([ast.Pass()] if field in ("body", "finalbody") and statements else []))
             return node
 
     return ast.unparse(Drop().visit(ast.parse(source)))
@@ -57,6 +59,17 @@ def test_the_checks_that_call_the_students_code_are_found_from_their_code():
     crossing = slicing.crossing_checks()
     assert {"call", "assert_raises", "sampled_indices", "assert_16_bit_forward"} <= crossing
     assert not {"assert_values", "assert_device", "assert_dtype", "assert_leaf"} & crossing
+
+
+def test_a_check_that_calls_the_students_code_beside_or_inside_a_nested_function_is_found(monkeypatch):
+    """Comprehensions and lambdas are code of their own inside a check's code: the check still counts."""
+    module = types.ModuleType("autograder.checks.example")
+    exec("def beside(f, values):\n    call('f()', f)\n    return [v for v in values if v]\n\n"
+         "def inside(f, values):\n    return [call('f(v)', f, v) for v in values]\n\n"
+         "def apart(values):\n    return [v for v in values if v]\n", module.__dict__)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    crossing = slicing.crossing_checks.__wrapped__()  # not the cached answer for the real checks
+    assert {"beside", "inside"} <= crossing and "apart" not in crossing
 
 
 # source, what the caller must run (each a line of its cell), what it must not (a regular expression; None: nothing)
@@ -100,12 +113,93 @@ CASES = {
     "what only the checks read, drawn at random": (
         "noise = torch.randn(100)\nx = torch.randn(3)\nchecks.assert_values(checks.call('f(x)', f, x), x, 'f(x)')",
         ["x = torch.randn(3)"], r"noise"),
+    "an expected value changed in place before the check": (
+        "expected = torch.zeros(2)\nexpected[0] = 1.0\nexpected.mul_(2)\nexpected\n"
+        "checks.assert_values(checks.call('f(x)', f, x), expected, 'f(x)')",
+        ["_crossing_0 = checks.call('f(x)', f, x)"], r"expected"),
+    "a call in the branch of a conditional expression, run only when taken": (
+        "checks.assert_values(checks.call('f(x)', f, x) if cuda else None, x, 'f(x)')",
+        ["_crossing_0 = checks.call('f(x)', f, x) if cuda else None"], r"assert_values"),
+    "a call in the other branch of a conditional expression": (
+        "checks.assert_values(None if cuda else checks.call('f(x)', f, x), x, 'f(x)')",
+        ["_crossing_0 = None if cuda else checks.call('f(x)', f, x)"], r"assert_values"),
+    "a call after `and`, run only when what comes before holds": (
+        "checks.assert_values(cuda and checks.call('f(x)', f, x), x, 'f(x)')",
+        ["_crossing_0 = cuda and checks.call('f(x)', f, x)"], r"assert_values"),
+    "a loop over what the student's code returned": (
+        "for batch in checks.call('batches()', batches):\n    checks.assert_device(batch, device, 'batches()')",
+        ["for batch in checks.call('batches()', batches):", "pass"], r"assert_device"),
+    "a with around what the student's code returned": (
+        "with checks.call('opened()', opened) as handle:\n    checks.assert_values(handle, 1, 'opened()')",
+        ["with checks.call('opened()', opened) as handle:", "pass"], r"assert_values"),
+    "the errors a try catches, named before it": (
+        "errors = (ValueError, RuntimeError)\nexpected = 1\ntry:\n    checks.call('f(x)', f, x)\nexcept errors:\n"
+        "    checks.assert_values(x, expected, 'f(x)')",
+        ["errors = (ValueError, RuntimeError)", "except errors:", "pass"], r"expected"),
+    "an else only the judge runs": (
+        "if cuda:\n    checks.call('f(x)', f, x)\nelse:\n    expected = 0\n    checks.assert_values(x, expected, 'x')",
+        ["if cuda:"], r"expected|else"),
+    "a branch the caller keeps nothing of": (
+        "if cuda:\n    expected = 0\nelse:\n    checks.call('f(x)', f, x)",
+        ["if cuda:", "pass", "else:", "checks.call('f(x)', f, x)"], r"expected"),
+    "a finally only the judge runs": (
+        "try:\n    checks.call('f(x)', f, x)\nfinally:\n    expected = 1\n    checks.assert_values(x, expected, 'x')",
+        ["try:", "finally:", "pass"], r"expected"),
+    "a default value that calls the student's code, run where the lambda is made": (
+        "report = lambda made=checks.call('make()', make): made",
+        ["report = lambda made=checks.call('make()', make): made"], None),
+    "a decorator that calls the student's code, run where the class is made": (
+        "class Probe(nn.Module):\n\n    @checks.call('wrapper()', wrapper)\n    def forward(self, x):\n        return x",
+        ["class Probe(nn.Module):", "@checks.call('wrapper()', wrapper)"], None),
+    "a base that calls the student's code, run where the class is made": (
+        "class Outer:\n\n    class Inner(checks.call('base()', base)):\n        pass",
+        ["class Outer:", "class Inner(checks.call('base()', base)):"], None),
+    "a call beside a lambda": (
+        "checks.assert_values(list(map(lambda v: v, [checks.call('f()', f)])), [1], 'f()')",
+        ["_crossing_0 = checks.call('f()', f)"], r"assert_values"),
+    "a call inside a lambda inside the cell's function": (
+        "def shard(rank):\n    return run(lambda: checks.call('f(rank)', f, rank))\n"
+        "checks.assert_values(shard(0), 0, 'f(0)')",
+        ["def shard(rank):", "_crossing_0 = shard(0)"], r"assert_values"),
+    "a function of the cell that calls the student's code through another": (
+        "def one(rank):\n    return checks.call('f(rank)', f, rank)\n\ndef both():\n    return [one(0), one(1)]\n"
+        "checks.assert_values(both(), [0, 1], 'f')",
+        ["def one(rank):", "def both():", "_crossing_0 = both()"], r"assert_values"),
+    "a call in a comprehension given by keyword": (
+        "checks.assert_values(x, x, 'f', atol=max((checks.call('f(i)', f, i) for i in range(2))))",
+        ["_crossing_0 = max((checks.call('f(i)', f, i) for i in range(2)))"], r"assert_values"),
+    "a call in a comprehension unpacked into the check, which then runs on both sides": (
+        "checks.assert_values(*[checks.call('f(i)', f, i) for i in range(2)], 'f')",
+        ["checks.assert_values(*[checks.call('f(i)', f, i) for i in range(2)], 'f')"], None),
+    "each of several names that hold the arguments' objects": (
+        "model = nn.Linear(2, 2)\nfirst = model.weight\nlast = model.bias\nfirst.data.fill_(1.0)\n"
+        "checks.call('f(model)', f, model)",
+        ["first = model.weight", "first.data.fill_(1.0)"], None),
+    "a del of what a call is given, and of what only the checks read": (
+        "model = nn.Linear(2, 2)\nmodel.hidden = 1\nexpected = [1]\ndel model.hidden\ndel expected[0]\n"
+        "checks.call('f(model)', f, model)",
+        ["del model.hidden"], r"expected"),
+    "an augmented assignment on both sides and on the judge's alone": (
+        "x = torch.ones(2)\nx += 1\nexpected = 1\nexpected += 1\nchecks.call('f(x)', f, x)",
+        ["x += 1"], r"expected"),
+    "a match the caller runs as written": (
+        "model = nn.Linear(2, 2)\nmatch mode:\n    case 'eval':\n        model.eval()\nchecks.call('f(model)', f, model)",
+        ["match mode:", "model.eval()"], None),
+    "what each of several calls is given": (
+        "a = torch.ones(1)\nchecks.call('g(a)', g, a)\nbatches = [torch.ones(1)]\nfor batch in batches:\n"
+        "    checks.call('f(batch)', f, batch)",
+        ["a = torch.ones(1)", "batches = [torch.ones(1)]", "for batch in batches:"], None),
+    "what is unpacked for the checks alone": (
+        "expected, *others = [1, 2, 3]\nfirst, state['n'] = (1, 2)\nchecks.call('f()', f)",
+        ["first, state['n'] = (1, 2)"], r"expected"),
 }
 
 
 @pytest.mark.parametrize("source, kept, dropped", CASES.values(), ids=CASES.keys())
 def test_the_caller_keeps_the_calls_and_what_they_need_and_nothing_the_checks_alone_read(source, kept, dropped):
     sides = slicing.split(source)
+    compile(sides.caller, "<caller>", "exec")
+    compile(sides.judge, "<judge>", "exec")
     lines = [line.strip() for line in sides.caller.splitlines()]
     for line in kept:
         assert line in lines
