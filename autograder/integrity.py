@@ -4,7 +4,8 @@ A grading kernel (course.kernels.manager.GradingKernelManager starts each one so
 start-up, before any cell of the submission. Every student call made through `checks.call` and every
 hidden test then calls `verify()`, which fails, with a bilingual note, when any watched object is no
 longer the one remembered: a patched `torch.Tensor.to`, `.device` or `.dtype`, `nn.Module.to`,
-`torch.device`, a replaced check helper or method of the boundary's classes, an overridden builtin. Once tampering is seen, it stays seen.
+`torch.device`, a replaced check helper or method of the boundary's classes, an overridden builtin. Once
+tampering is seen, it stays seen.
 
 This stops the obvious ways of faking results from inside the notebook. It cannot stop an attacker
 who has full Python access in the same process and sets out to defeat this module too; the threat

@@ -116,7 +116,7 @@ def _checks_named_otherwise(tree) -> str | None:
                 if module.startswith(f"autograder.{CHECKS}") or (module == "autograder" and alias.name == CHECKS
                                                                  and alias.asname not in (None, CHECKS)):
                     return ast.unparse(node)
-        if isinstance(node, ast.Import) and any(alias.name.startswith("autograder.checks") for alias in node.names):
+        if isinstance(node, ast.Import) and any(alias.name.startswith(f"autograder.{CHECKS}") for alias in node.names):
             return ast.unparse(node)
         if isinstance(node, ast.Name) and node.id == CHECKS and id(node) not in called:
             return f"`{CHECKS}` not as `{CHECKS}.NAME(...)`"

@@ -221,10 +221,10 @@ class RestoreInstructorsCells(NbGraderPreprocessor):
             order = [cell.name for cell in notebook.source_cells]  # the source's order, as OverwriteCells reads it
             missing = [(order.index(cell.name), cell.name, cell.source, cell.checksum) for cell in notebook.source_cells
                        if cell.locked and cell.cell_type == "code" and cell.name not in special | present]
+        note = "\n".join(f"# {line}" for line in message("instructors_cell_restored").splitlines())
         for place, name, source, checksum in sorted(missing):
             before = [k for k, cell in enumerate(nb.cells)
                       if cell.metadata.get("nbgrader", {}).get("grade_id") in order[:place]]
-            note = "\n".join(f"# {line}" for line in message("instructors_cell_restored").splitlines())
             nb.cells.insert(before[-1] + 1 if before else 0, nbformat.v4.new_code_cell(
                 f"{note}\n{source}", metadata={"deletable": False, "editable": False, "nbgrader": {
                     "grade": False, "solution": False, "locked": True, "task": False, "grade_id": name,

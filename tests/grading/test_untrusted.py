@@ -262,6 +262,7 @@ def graded(grader, course, course_folder, tmp_path_factory):
     left_behind = processes_of(roots, tag)
     scores = {root: classroom.scores(root, ASSIGNMENT) for root in roots}
     controls = [(root, student, scores[root].get(student)) for root in roots for student in CONTROLS]
+    # every student's points from the folder they were graded in; a control's from the class's (the first)
     merged = {student: points for root in reversed(roots) for student, points in scores[root].items()}
     return Graded(roots, merged, controls, log, elapsed, before, course_files(roots), listener.connections,
                   left_behind)
