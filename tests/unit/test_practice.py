@@ -131,7 +131,8 @@ def test_a_failed_ddp_run_raises_with_the_end_of_its_errors(tmp_path):
     script.write_text("import os, sys\nif os.environ['RANK'] == '1':\n    sys.exit('rank 1 gave up')\nprint('rank 0 done')\n")
     with pytest.raises(RuntimeError, match="rank 1 gave up"):
         run_ddp(script)
-    script.write_text("import os\nprint('rank', os.environ['RANK'], 'of', os.environ['WORLD_SIZE'])\n")
+    # each rank writes its line in one write: the ranks share one pipe, and print's pieces can interleave
+    script.write_text("import os\nos.write(1, f\"rank {os.environ['RANK']} of {os.environ['WORLD_SIZE']}\\n\".encode())\n")
     assert sorted(run_ddp(script).splitlines()) == ["rank 0 of 2", "rank 1 of 2"]
 
 
