@@ -90,7 +90,11 @@ def split(source: str) -> Split:
         raise ChecksNamedOtherwise(named)
     crossing = _crossing_names(tree)
     body = _hoisted(tree.body, crossing, itertools.count())
-    assigned = {name for node in ast.walk(ast.Module(body=body, type_ignores=[])) for name in _binds(node)}
+    everything = list(ast.walk(ast.Module(body=body, type_ignores=[])))
+    # a name an import binds holds a module or an object of one, never a fresh object of the cell: what is
+    # done to it (`os.environ[...] = ...`, `torch.backends.cudnn.benchmark = ...`) is done on both sides
+    imported = {name for node in everything if isinstance(node, (ast.Import, ast.ImportFrom)) for name in _binds(node)}
+    assigned = {name for node in everything for name in _binds(node)} - imported
     needed = set()  # the names a shared statement reads
     while True:
         changed = needed | _aliases(body, needed)  # and those that may hold the same objects

@@ -189,6 +189,18 @@ CASES = {
         "a = torch.ones(1)\nchecks.call('g(a)', g, a)\nbatches = [torch.ones(1)]\nfor batch in batches:\n"
         "    checks.call('f(batch)', f, batch)",
         ["a = torch.ones(1)", "batches = [torch.ones(1)]", "for batch in batches:"], None),
+    "a change to a module the cell imports, made on both sides": (
+        "import os\nos.environ['COURSE_MODE'] = 'x'\nchecks.call('f()', f)",
+        ["import os", "os.environ['COURSE_MODE'] = 'x'"], None),
+    "a change to an object the cell imports by name, made on both sides": (
+        "from torch.backends import cudnn\ncudnn.benchmark = False\nexpected = 1\nchecks.call('f()', f)",
+        ["cudnn.benchmark = False"], r"expected"),
+    "a seed through a module the cell imports again": (
+        "import torch\ntorch.manual_seed(1)\nx = torch.randn(2)\nchecks.call('f(x)', f, x)",
+        ["torch.manual_seed(1)"], None),
+    "an imported name bound again by the cell, still changed on both sides": (
+        "import math as state\nstate = {}\nstate['n'] = 1\nchecks.call('f()', f)",
+        ["state['n'] = 1"], None),
     "what is unpacked for the checks alone": (
         "expected, *others = [1, 2, 3]\nfirst, state['n'] = (1, 2)\nchecks.call('f()', f)",
         ["first, state['n'] = (1, 2)"], r"expected"),
