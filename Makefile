@@ -49,8 +49,8 @@ install: $(VENV)/.installed
 test: install browser bubblewrap proxy postgresql slurm  ## the whole suite: unit tests, grading pipeline, browser test, nbval over lessons and solutions
 	$(BIN)/pytest --durations=30 $(PYTEST_ARGS)
 
-test-fast: install  ## the unit tests alone (tests/unit/, marked unit): each part on its own, no class graded, in under 2 minutes
-	$(BIN)/pytest tests/unit
+test-fast: install  ## the unit tests alone (tests/unit/, marked unit): each part on its own, no class graded, in under a minute
+	$(BIN)/pytest -n auto tests/unit
 
 browser:  ## Debian's Chromium and a CJK font for the browser test (root + apt-get), unless COURSE_CHROMIUM names one
 	@[ -n "$$COURSE_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \

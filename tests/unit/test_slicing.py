@@ -190,8 +190,8 @@ CASES = {
         "    checks.call('f(batch)', f, batch)",
         ["a = torch.ones(1)", "batches = [torch.ones(1)]", "for batch in batches:"], None),
     "a change to a module the cell imports, made on both sides": (
-        "import os\nos.environ['COURSE_MODE'] = 'x'\nchecks.call('f()', f)",
-        ["import os", "os.environ['COURSE_MODE'] = 'x'"], None),
+        "import os\nos.environ['TEST_MODE'] = 'x'\nchecks.call('f()', f)",
+        ["import os", "os.environ['TEST_MODE'] = 'x'"], None),
     "a change to an object the cell imports by name, made on both sides": (
         "from torch.backends import cudnn\ncudnn.benchmark = False\nexpected = 1\nchecks.call('f()', f)",
         ["cudnn.benchmark = False"], r"expected"),
