@@ -60,6 +60,12 @@ from .simulate import Machine, simulated_accelerator, simulated_machine
 # (`ON_GPU = torch.cuda.is_available()`) is then the same on a GPU grader and a CPU one: the same points.
 STUDENTS_MACHINE = Machine(present=None, built=None)
 RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
+# What a judge writes its parent first once its caller started. A judge whose limit ends before that waited for
+# a program that never reached the test, though each of its cells is interrupted at the cell limit and the
+# test's limit allows one cell limit more (DecideGrades.with_limits): a cell ran on after its interrupt, and
+# the kernel, running the same cell, was stopped there, so that every later test earns nothing. The parent
+# then ends the program, as SafeExecute ends that kernel, and every later test is lost at once.
+REACHED = b"r"
 _LENGTH = struct.Struct("<I")  # of what follows a test cell's "g" to the program (its calls, seed, solutions)
 
 
@@ -115,6 +121,8 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
                 pass
             result = run_test(cell, sides.judge, namespace, cell.get("timeout", timeout), reader, own, seed)
             os.close(reader)
+            if result.pop("never_reached", False):  # see REACHED: every later test is lost at once, not after its limit
+                _kill(program)
             if sandboxed:
                 _end_stragglers(spared)
             if result.pop("unsealed", False):  # the test cell calls the student's code where the caller does not
@@ -411,10 +419,11 @@ def run_test(cell, judged, namespace, timeout, calls, own=(), seed=0) -> dict:
             break
     os.close(reader)
     _kill(pid)
+    reached = received.startswith(REACHED)
     if timed_out:
-        return {"passed": False, "key": "timed_out"}
+        return {"passed": False, "key": "timed_out", "never_reached": not reached}
     try:
-        result = json.loads(received)
+        result = json.loads(received.removeprefix(REACHED))
         if result["passed"] is True:
             return {"passed": True}
         if result.get("unsealed") is True:
@@ -469,6 +478,7 @@ def _judge(cell, namespace, writer, calls, seed):
         if start is None:  # the program ended before this test: the student's code ended it
             result = {"passed": False, "key": "verdict_program_lost"}
         else:
+            os.write(writer, REACHED)
             names, settings = start
             boundary.take_torch_settings(settings)  # the test's tensors made as in the student's kernel
             boundary.same_draws(seed)

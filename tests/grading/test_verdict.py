@@ -487,6 +487,30 @@ def test_a_sealed_cells_points_come_from_its_judge_which_sees_only_data(answer, 
     assert (record is not None and record["passed"]) is passes
 
 
+RUNS_ON = "while True:\n    try:\n        time.sleep(0.05)\n    except KeyboardInterrupt:\n        pass"
+LOOPS_ONCE = ("import os, time\ndef double(x):\n    if not os.path.exists('looped'):  # the first caller alone\n"
+              "        open('looped', 'w').close()\n" + "\n".join("        " + line for line in RUNS_ON.splitlines())
+              + "\n    return 2 * x")
+
+
+def test_a_cell_that_runs_on_after_its_interrupt_loses_the_later_tests_at_once():
+    """As SafeExecute stops a kernel whose cell ran on after its interrupt (every later test then earns
+    nothing there), the verdict ends a program that never reached a test within the test's limit: the
+    later tests do not each wait out theirs (one such submission held plain nbgrader for a minute)."""
+    started = time.monotonic()
+    records = decided(["import time\ndef double(x):\n    return 2 * x", RUNS_ON], tests=4, timeout=2)
+    assert [records[f"double{i}"].get("key") for i in range(4)] == ["timed_out"] + ["verdict_program_lost"] * 3
+    assert time.monotonic() - started < 4 + 3 * 2  # the first test's limit (two cells), not every test's
+
+
+def test_a_call_that_runs_on_costs_only_its_own_test():
+    """A function that never returns in one test's caller holds that caller, not the program: the later
+    tests are judged."""
+    records = decided(LOOPS_ONCE, tests=3, timeout=2)
+    assert [records[f"double{i}"]["passed"] for i in range(3)] == [False, True, True]
+    assert records["double0"].get("key") == "timed_out"
+
+
 def test_a_notebook_past_its_time_budget_stops_and_its_later_cells_earn_nothing(tmp_path):
     """Cells under their own limit can still hold the class: the notebook as a whole has a budget."""
     notebook = nbformat.v4.new_notebook(cells=[new_code_cell("import time"), new_code_cell("time.sleep(60)"),
