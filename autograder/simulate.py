@@ -109,6 +109,17 @@ def simulated_accelerator(kind, built=None):
         yield
 
 
+def simulated_now(inside=0) -> tuple | None:
+    """The machine simulated now, (accelerator, build) of the innermost simulation; None outside any, or
+    where no simulation was entered inside the `inside` outermost ones."""
+    return _SIMULATED[-1] if len(_SIMULATED) > inside else None
+
+
+def simulations() -> int:
+    """How many simulations are entered now (a `simulated_now` from inside them sees only later ones)."""
+    return len(_SIMULATED)
+
+
 @contextmanager
 def simulated_machine(machine: Machine):
     with simulated_accelerator(machine.present, machine.built):

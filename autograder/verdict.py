@@ -41,6 +41,7 @@ import ctypes
 import functools
 import hashlib
 import inspect
+import io
 import json
 import os
 import select
@@ -52,7 +53,7 @@ import time
 from . import slicing
 from .diagnostics import diagnosis, render
 from .linux import close_all_but
-from .simulate import Machine, simulated_accelerator, simulated_machine
+from .simulate import Machine, simulated_accelerator, simulated_machine, simulated_now, simulations
 
 # The machine the student's cells run on in the program, whatever the grader's: one without a GPU, as most
 # students' laptops are, and a CPU build, which claims nothing that any PyTorch a grader runs lacks (a CUDA
@@ -205,7 +206,7 @@ def _program(cells, writers, go, timeout):
         callers = iter(writers)
         caller = None
         signal.signal(signal.SIGALRM, _interrupt)
-        for cell in cells:
+        for index, cell in enumerate(cells):
             if cell["kind"] == "test":
                 if os.read(go, 1) != b"g":
                     break
@@ -219,7 +220,8 @@ def _program(cells, writers, go, timeout):
                 names = student_names(shell.user_ns, bound)
                 caller = _fork()
                 if caller == 0:
-                    _caller(json.loads(started), shell.user_ns, writer, names)  # never returns
+                    ran = [cell for cell in cells[:index] if cell["kind"] != "test"]
+                    _caller(json.loads(started), shell.user_ns, writer, names, ran)  # never returns
                 os.close(writer)
                 continue
             before = dict(shell.user_ns)
@@ -299,12 +301,13 @@ def student_names(namespace, bound) -> list[str]:
                   and bound.get(name, _MISSING) is not value)
 
 
-def _caller(started, namespace, writer, names):
+def _caller(started, namespace, writer, names, ran=()):
     """In a caller forked from the program: the test cell's calls (`started["source"]`, slicing.split) run
     with the student's namespace, inside a running event loop as a kernel's cells do, and each call of a
     student's function sends its result to the judge on `writer`. The exercises judged before this one are
     the instructor's solutions here (`started["solutions"]`), so that a student's function that calls one
-    of them is judged on its own. Never returns."""
+    of them is judged on its own. `ran`: the cells the program ran before the test (OnEachMachine). Never
+    returns."""
     try:
         _only_descriptors([writer])
         from . import boundary
@@ -317,13 +320,63 @@ def _caller(started, namespace, writer, names):
         boundary.same_draws(started["seed"])
         loop = asyncio.new_event_loop()  # the program's own shared its selector with the program
         asyncio.set_event_loop(loop)
+        scope = OnEachMachine(namespace, names, lambda: _ran_again(ran, started["solutions"], core.boundary, names))
 
         async def calls():  # what they raise is the judge's to report, from its own side of the cell
-            exec(compile(started["source"], "<calls>", "exec", dont_inherit=True), dict(namespace))
+            exec(compile(started["source"], "<calls>", "exec", dont_inherit=True), scope)
 
         loop.run_until_complete(calls())
     finally:
         os._exit(0)
+
+
+_STUDENTS_MACHINE = (STUDENTS_MACHINE.present, STUDENTS_MACHINE.built)
+
+
+class OnEachMachine(dict):
+    """The caller's namespace. Where a test simulates another machine than the students' (STUDENTS_MACHINE,
+    which the program ran on; autograder/simulate.py), a name of the student's is what the notebook's cells
+    define on that machine: they run again there, from the first, the first time a name is looked up on it
+    (`define`). So a value the student's cells computed when they ran (`DEVICE = torch.device("cuda" if
+    torch.cuda.is_available() else "cpu")`) is that machine's, as on a student's who ran the notebook there.
+    A name those cells do not define there (a cell that failed on it) is the program's. Only the test's own
+    simulations count, not a grader's machine simulated around the whole verdict (`grader_machine`)."""
+
+    def __init__(self, namespace, names, define):
+        super().__init__(namespace)
+        self.names, self.define, self.machines = set(names), define, {}
+        self.outside = simulations()
+
+    def __getitem__(self, name):
+        machine = simulated_now(inside=self.outside)
+        if name in self.names and machine not in (None, _STUDENTS_MACHINE):
+            if machine not in self.machines:
+                self.machines[machine] = self.define()
+            if name in self.machines[machine]:
+                return self.machines[machine][name]
+        return super().__getitem__(name)
+
+
+def _ran_again(cells, solutions, recorder, names) -> dict:
+    """The namespace of `cells` run again, in a new shell, on the machine simulated now, with the solutions of
+    the exercises already judged bound as in the caller's own. The caller's random numbers and PyTorch's
+    settings are as they were (the judge ran none of this), and the boundary knows the new functions and
+    classes of the student's `names` for the student's."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from . import boundary
+
+    settings = boundary.torch_settings()
+    with boundary.random_state_kept(), contextlib.redirect_stdout(io.StringIO()):
+        InteractiveShell.clear_instance()
+        shell = _shell()
+        for cell in cells:  # inside the caller's running event loop: a cell with a top-level await fails here
+            shell.run_cell(cell["source"], store_history=False)
+    boundary.take_torch_settings(settings)
+    namespace = shell.user_ns
+    _bind_solutions(namespace, solutions)
+    recorder.students.update(id(namespace[name]) for name in names if name in namespace)
+    return namespace
 
 
 def _bind_solutions(namespace, solutions) -> list[str]:

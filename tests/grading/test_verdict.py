@@ -102,6 +102,55 @@ def test_an_error_the_students_function_raised_in_the_grader_shows_its_message_a
     assert "raise TypeError('double wants a tensor that requires grad')" in record["message"]
 
 
+# Each test a1's pick_device has: a call on every machine the course supports, simulated.
+ON_EACH_MACHINE = ("from autograder import checks\nfrom autograder.simulate import MACHINES, simulated_machine\n"
+                   "x = torch.randn(3)\nfor machine in MACHINES:\n    with simulated_machine(machine):\n"
+                   "        found = checks.call(f'device(x)  # {machine}', device, x)\n"
+                   "    checks.assert_device_choice(found, machine.present or 'cpu', f'device(x)  # {machine}',"
+                   " 'device_hint_order')")
+
+
+@pytest.mark.parametrize("answer, passes", [
+    ("def device(x):\n    return torch.device('cuda' if torch.cuda.is_available() else 'mps'\n"
+     "                        if torch.backends.mps.is_available() else 'cpu')", True),
+    ("WHERE = torch.device('cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu')\n"
+     "def device(x):\n    return WHERE", True),
+    ("import functools\n@functools.cache\ndef _found():\n    return torch.accelerator.current_accelerator(check_available=True)\n"
+     "def device(x):\n    return _found() or torch.device('cpu')", True),
+    ("WHERE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\ndef device(x):\n    return WHERE", False),
+    ("WHERE = torch.device('cpu')\ndef device(x):\n    return WHERE", False),
+], ids=["asks-when-called", "asks-when-the-cell-ran", "asks-once-and-caches", "forgets-mps", "hard-codes-the-cpu"])
+def test_a_value_the_students_cells_computed_is_the_simulated_machines_own(answer, passes):
+    """Issue 41: each exercise is judged as each machine would run it, with the simulation in place before the
+    student's definitions run: a module-level `DEVICE = ...` is the CUDA machine's on the CUDA machine, on a
+    grader with CUDA (simulated) and one without."""
+    for grader_machine in (None, "cuda"):
+        records = decided(answer, test=ON_EACH_MACHINE, grader_machine=grader_machine)
+        assert records["double0"]["passed"] is passes, (grader_machine, records)
+
+
+def test_the_cells_run_again_on_another_machine_leave_the_tests_numbers_as_they_were():
+    """Running the student's cells again on a simulated machine draws their random numbers in the caller
+    alone: the inputs the test draws next are still the judge's."""
+    answer = "NOISE = torch.randn(1000)\nprint('drawn', NOISE.sum())\ndef double(x):\n    return 2 * x"
+    test = ("from autograder import checks\nfrom autograder.simulate import simulated_accelerator\n"
+            "with simulated_accelerator('cuda'):\n    checks.call('double(1)', double, torch.ones(1))\n"
+            "x = torch.randn(3)\n"
+            "with simulated_accelerator('cuda'):\n"
+            "    checks.assert_values(checks.call('double(x)', double, x), 2 * x, 'double(x)')")
+    assert decided(answer, test=test)["double0"]["passed"] is True
+
+
+def test_a_cell_that_fails_on_another_machine_leaves_the_programs_names():
+    """A student's cell that cannot run on a simulated machine (it makes a tensor there, and only availability
+    is simulated) still has the program's definitions."""
+    answer = "def double(x):\n    return 2 * x\nif torch.cuda.is_available():\n    torch.ones(1, device='cuda')"
+    test = ("from autograder import checks\nfrom autograder.simulate import simulated_accelerator\nx = torch.randn(3)\n"
+            "with simulated_accelerator('cuda'):\n"
+            "    checks.assert_values(checks.call('double(x)', double, x), 2 * x, 'double(x)')")
+    assert decided(answer, test=test)["double0"]["passed"] is True
+
+
 # ------------------------------------------------------------------ what the caller never holds
 
 # As the assignments' hidden tests do: what the check compares against is computed before the call.
