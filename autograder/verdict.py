@@ -55,10 +55,12 @@ from .diagnostics import diagnosis, render
 from .linux import close_all_but
 from .simulate import Machine, simulated_accelerator, simulated_machine, simulated_now, simulations
 
-# The machine the student's cells run on in the program, whatever the grader's: one without a GPU, as most
-# students' laptops are, and a CPU build, which claims nothing that any PyTorch a grader runs lacks (a CUDA
-# build simulated on a CPU build breaks `torch.cuda.get_arch_list()`). A value computed at definition time
-# (`ON_GPU = torch.cuda.is_available()`) is then the same on a GPU grader and a CPU one: the same points.
+# The machine the student's cells run on in the program, and the test cells in the caller and the judge,
+# whatever the grader's: one without a GPU, as most students' laptops are, and a CPU build, which claims nothing
+# that any PyTorch a grader runs lacks (a CUDA build simulated on a CPU build breaks
+# `torch.cuda.get_arch_list()`). A value computed at definition time (`ON_GPU = torch.cuda.is_available()`),
+# and a question a function asks when called, have the same answer on a GPU grader and a CPU one: the same
+# points. A test that judges another machine simulates it around its calls (OnEachMachine).
 STUDENTS_MACHINE = Machine(present=None, built=None)
 RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
 # What a judge writes its parent first once its caller started. A judge whose limit ends before that waited for
@@ -320,12 +322,13 @@ def _caller(started, namespace, writer, names, ran=()):
         boundary.same_draws(started["seed"])
         loop = asyncio.new_event_loop()  # the program's own shared its selector with the program
         asyncio.set_event_loop(loop)
-        scope = OnEachMachine(namespace, names, lambda: _ran_again(ran, started["solutions"], core.boundary, names))
 
         async def calls():  # what they raise is the judge's to report, from its own side of the cell
             exec(compile(started["source"], "<calls>", "exec", dont_inherit=True), scope)
 
-        loop.run_until_complete(calls())
+        with simulated_machine(STUDENTS_MACHINE):  # as in the judge: the test runs on the students' machine
+            scope = OnEachMachine(namespace, names, lambda: _ran_again(ran, started["solutions"], core.boundary, names))
+            loop.run_until_complete(calls())
     finally:
         os._exit(0)
 
@@ -538,7 +541,8 @@ def _judge(cell, namespace, writer, calls, seed):
             judged = _judged(namespace, names)
             judged[slicing.GUARD] = boundary.judge_only
             core.boundary = boundary.Judge(calls, [judged[name] for name in names if name in judged])
-            result = _test(cell, judged)
+            with simulated_machine(STUDENTS_MACHINE):  # the same grade on every grader, a GPU's too
+                result = _test(cell, judged)
         os.write(writer, json.dumps(result).encode()[:RESULT_LIMIT])
     finally:
         os._exit(0)

@@ -235,6 +235,9 @@ AVAILABILITY = {
     "device-at-definition": ("DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
                              "def double(x):\n    return (2 * x.to(DEVICE)).to(x.device)", True),
     "moves-when-called": ("def double(x):\n    return (2 * x).to('cuda') if torch.cuda.is_available() else x", False),
+    # found by a trial of ordinary styles: asked when called, outside any simulation the test makes, the question
+    # was answered by the grader's machine, so a GPU grader passed what is wrong on every laptop
+    "skips-the-work-without-a-gpu": ("def double(x):\n    return 2 * x if torch.cuda.is_available() else x", False),
 }
 
 
