@@ -186,6 +186,13 @@ AVAILABILITY = {
     "device-at-definition": ("DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
                              "def double(x):\n    return (2 * x.to(DEVICE)).to(x.device)", True),
     "moves-when-called": ("def double(x):\n    return (2 * x).to('cuda') if torch.cuda.is_available() else x", False),
+    # Open (a trial of ordinary styles): a question asked when the function is called is answered by the grader's
+    # machine wherever the test simulates none around the call, so a GPU grader passes an answer that is wrong on
+    # every laptop (a1's to_device, move_batch, make_weight, ... written so). A test that needs it simulates the
+    # machine around its calls, as a3's test_autocast_forward does for its CPU model.
+    "skips-the-work-without-a-gpu": pytest.param(
+        "def double(x):\n    return 2 * x if torch.cuda.is_available() else x  # 'only worth it on a GPU'", False,
+        marks=pytest.mark.xfail(strict=True, reason="judged on the grader's machine: full marks on a GPU grader")),
 }
 
 
