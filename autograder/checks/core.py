@@ -2,7 +2,9 @@
 the errors PyTorch raises for the classic mistakes (`KNOWN_ERRORS`), and a tensor's device and dtype read
 through PyTorch's C type.
 """
+import contextlib
 import re
+import sys
 import warnings
 
 import torch
@@ -51,8 +53,10 @@ def call(what, function, *args, then=None, **kwargs):
 
     `then(result, *args, **kwargs)`, if given, runs right after it and its value is returned instead: a
     measurement of the student's result where the result was made (a sealed test's judge sees only data).
-    Warnings it emits are recorded, not printed: nbgrader gives zero to a test cell that writes to
-    stderr, and a correct answer must not lose points to a PyTorch warning. Failures still raise.
+    Warnings it emits are recorded, not printed, and what it writes to `sys.stderr` (a `print(...,
+    file=sys.stderr)`, a `logging` warning with no handler of the student's, a progress bar) is shown on
+    stdout: nbgrader gives zero to a test cell that writes to stderr, and a correct answer must not lose
+    points to a PyTorch warning or to its own progress messages. Failures still raise.
     """
     __tracebackhide__ = True
     if boundary is not None:
@@ -64,7 +68,7 @@ def _run(what, function, args, kwargs, then):
     __tracebackhide__ = True
     integrity.verify(what)
     try:
-        with warnings.catch_warnings(record=True):
+        with warnings.catch_warnings(record=True), contextlib.redirect_stderr(sys.stdout):
             warnings.simplefilter("always")
             result = function(*args, **kwargs)
             if then is not None:

@@ -1,5 +1,7 @@
 """The assertion helpers pass right answers and name each classic mistake, on every grading device."""
 import copy
+import logging
+import sys
 import warnings
 from collections import OrderedDict, namedtuple
 from pathlib import Path
@@ -468,6 +470,26 @@ def test_call_keeps_warnings_of_student_code_from_reaching_stderr():
         warnings.simplefilter("always")  # any warning that left `call` would be recorded here
         assert checks.call("f()", noisy) == 7
     assert escaped == []
+
+
+def test_call_shows_what_student_code_writes_to_stderr_on_stdout(capsys):
+    """nbgrader (and the grader's own_error) gives zero to a test cell with stderr output: a right answer that
+    prints its progress to sys.stderr, or logs a warning with no handler of its own (logging's last resort
+    writes to sys.stderr), lost its points in the kernel, and failed `nbgrader validate`."""
+    log = logging.getLogger("students.helper")
+    log.propagate = False  # as in a kernel: no handler anywhere, so logging's last resort writes to sys.stderr
+
+    def chatty():
+        print("made a weight", file=sys.stderr)
+        log.warning("16-bit weights on the CPU are slow")
+        return 7
+
+    assert checks.call("f()", chatty) == 7
+    shown = capsys.readouterr()
+    assert shown.err == ""
+    assert "made a weight" in shown.out and "16-bit weights on the CPU are slow" in shown.out
+    print("after the call", file=sys.stderr)  # the test cell's own stderr is stderr again
+    assert capsys.readouterr().err == "after the call\n"
 
 
 def test_assert_raises_keeps_warnings_of_student_code_from_reaching_stderr():
