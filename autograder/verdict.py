@@ -354,7 +354,10 @@ class OnEachMachine(dict):
         machine = simulated_now(inside=self.outside)
         if name in self.names and machine not in (None, _STUDENTS_MACHINE):
             if machine not in self.machines:
-                self.machines[machine] = self.define()
+                try:
+                    self.machines[machine] = self.define()
+                except Exception:  # noqa: BLE001: no new shell here; the program's names, as before
+                    self.machines[machine] = {}
             if name in self.machines[machine]:
                 return self.machines[machine][name]
         return super().__getitem__(name)
