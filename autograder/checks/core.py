@@ -68,7 +68,7 @@ def _run(what, function, args, kwargs, then):
     __tracebackhide__ = True
     integrity.verify(what)
     try:
-        with warnings.catch_warnings(record=True), contextlib.redirect_stderr(sys.stdout):
+        with warnings.catch_warnings(record=True), contextlib.redirect_stderr(sys.stdout), _anomaly_on_meta(args, kwargs):
             warnings.simplefilter("always")
             result = function(*args, **kwargs)
             if then is not None:
@@ -81,6 +81,28 @@ def _run(what, function, args, kwargs, then):
         raise raised(what, _name(error), str(error)) from error
     integrity.verify(what)
     return result
+
+
+def _anomaly_on_meta(args, kwargs):
+    """Anomaly detection that a student left on (`torch.autograd.set_detect_anomaly(True)`) checks each
+    gradient for NaN by reading its values, which tensors on the meta device, standing in for a GPU, have
+    none of: for a call given one, it keeps its traces and checks no values (a trial of ordinary styles: a2's
+    train_step lost 3 points to it)."""
+    if torch.is_anomaly_enabled() and any(_device_of(t).type == "meta" for t in _tensors_in((args, kwargs))):
+        return torch.autograd.set_detect_anomaly(True, check_nan=False)
+    return contextlib.nullcontext()
+
+
+def _tensors_in(value, depth=0):
+    """The tensors of `value`: itself, in its lists, tuples and dicts, and a module's parameters and buffers."""
+    if isinstance(value, _TENSOR_TYPES):
+        yield value
+    elif isinstance(value, nn.Module):
+        yield from value.parameters()
+        yield from value.buffers()
+    elif isinstance(value, (list, tuple, dict)) and depth < 8:
+        for item in value.values() if isinstance(value, dict) else value:
+            yield from _tensors_in(item, depth + 1)
 
 
 def raised(what, kind, text, generic="raised") -> AssertionError:

@@ -1310,3 +1310,26 @@ def test_sampled_shard_refuses_a_sampler_that_reseeds_the_global_generator_when_
     for wrong in [reseeds, reseeds_lazily]:
         torch.manual_seed(0)  # not the state a reseeding leaves: the probe compares the states before and after
         fails_showing("global_rng_changed", dict(what="s"), checks.sampled_shard, "s", 10, wrong, dataset, 0, 2)
+
+
+@pytest.mark.parametrize("device", ["meta", "cpu"])
+def test_a_training_step_keeps_the_anomaly_detection_a_student_left_on(device):
+    """Anomaly mode reads each gradient's values to find a NaN, and a meta tensor (a GPU's stand-in) has none:
+    there the call checks none, elsewhere it finds a NaN as it would, and the student's setting stays on."""
+    model = nn.Linear(4, 2).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.full((3, 4), float("nan") if device == "cpu" else 1.0, device=device)
+
+    def step(model, x):
+        optimizer.zero_grad()
+        model(x).sqrt().sum().backward()
+        optimizer.step()
+        return model.weight.grad
+
+    with torch.autograd.set_detect_anomaly(True):
+        if has_data(device):
+            with pytest.raises(AssertionError):
+                checks.call("step(model, x)", step, model, x)
+        else:
+            assert checks.call("step(model, x)", step, model, x).shape == (2, 4)
+        assert torch.is_anomaly_enabled() and torch.is_anomaly_check_nan_enabled()

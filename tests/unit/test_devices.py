@@ -25,6 +25,15 @@ def test_require_cuda_fails_loudly_without_cuda(monkeypatch):
     assert "CUDA 不可用" in str(raised.value)
 
 
+def test_require_cuda_asks_nothing_of_a_simulated_machine(monkeypatch):
+    """The verdict's tests run on the students' machine, simulated, even on a GPU runner that requires CUDA."""
+    from autograder.simulate import simulated_accelerator
+
+    monkeypatch.setenv(devices.REQUIRE_CUDA_VARIABLE, "2")
+    with simulated_accelerator(None):
+        assert [d.type for d in grading_devices()] == ["cpu", "meta"]
+
+
 @pytest.mark.parametrize("value", ["", "0"])
 def test_require_cuda_off_values(monkeypatch, value):
     monkeypatch.setenv(devices.REQUIRE_CUDA_VARIABLE, value)
