@@ -61,6 +61,7 @@ _ANSWERS = {
     "torch._C._accelerator_getAccelerator": lambda kind, built: torch.device(built) if built else None,
 }
 _SIMULATED = []  # the machines simulated now, (kind, built), the innermost last
+_QUESTIONS = [0]  # how many questions a simulated machine has answered (`questions`)
 
 
 def _resolve(target):
@@ -76,6 +77,7 @@ def _replacement(target, answer):
 
     def replacement(*args, **kwargs):
         if _SIMULATED:
+            _QUESTIONS[0] += 1
             return answer(*_SIMULATED[-1], *args, **kwargs)
         return real(*args, **kwargs) if real is not None else answer(None, None, *args, **kwargs)
 
@@ -113,6 +115,12 @@ def simulated_now(inside=0) -> tuple | None:
     """The machine simulated now, (accelerator, build) of the innermost simulation; None outside any, or
     where no simulation was entered inside the `inside` outermost ones."""
     return _SIMULATED[-1] if len(_SIMULATED) > inside else None
+
+
+def questions() -> int:
+    """How many questions (`torch.cuda.is_available()`, ...) simulated machines have answered so far: code
+    that asked none did not depend on the machine."""
+    return _QUESTIONS[0]
 
 
 def simulations() -> int:

@@ -53,7 +53,7 @@ import time
 from . import slicing
 from .diagnostics import diagnosis, render
 from .linux import close_all_but
-from .simulate import Machine, simulated_accelerator, simulated_machine, simulated_now, simulations
+from .simulate import Machine, questions, simulated_accelerator, simulated_machine, simulated_now, simulations
 
 # The machine the student's cells run on in the program, and the test cells in the caller and the judge,
 # whatever the grader's: one without a GPU, as most students' laptops are, and a CPU build, which claims nothing
@@ -222,11 +222,11 @@ def _program(cells, writers, go, timeout):
                 names = student_names(shell.user_ns, bound)
                 caller = _fork()
                 if caller == 0:
-                    ran = [cell for cell in cells[:index] if cell["kind"] != "test"]
-                    _caller(json.loads(started), shell.user_ns, writer, names, ran)  # never returns
+                    again = [cell for cell in cells[:index] if cell.get("again")]
+                    _caller(json.loads(started), shell.user_ns, writer, names, again)  # never returns
                 os.close(writer)
                 continue
-            before = dict(shell.user_ns)
+            before, asked = dict(shell.user_ns), questions()
             # the student's cells run on the students' machine; the instructor's, as in the judge, on the grader's
             machine = simulated_machine(STUDENTS_MACHINE) if cell["kind"] == "student" else contextlib.nullcontext()
             signal.alarm(timeout)  # as the kernel's cell timeout interrupts a cell
@@ -237,9 +237,11 @@ def _program(cells, writers, go, timeout):
                 pass
             finally:
                 signal.alarm(0)
+            changed = {name: value for name, value in shell.user_ns.items() if before.get(name, _MISSING) is not value}
             if cell["kind"] == "trusted":  # what the instructor's cells bind is not the student's
-                bound.update((name, value) for name, value in shell.user_ns.items()
-                             if name not in before or before[name] is not value)
+                bound.update(changed)
+            else:  # run again on another machine (OnEachMachine): it asked about this one, or defines the student's names
+                cell["again"] = questions() != asked or any(callable(value) for value in changed.values())
         while os.read(go, 1):  # the last caller's parent until the verdict ends
             pass
     finally:
@@ -279,8 +281,8 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def _shell():
-    """An IPython shell, as a kernel's, without a history file or a GUI loop."""
+def _shell(namespace=None):
+    """An IPython shell, as a kernel's, without a history file or a GUI loop (its names: `namespace`)."""
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
@@ -290,7 +292,7 @@ def _shell():
 
     config = Config()
     config.HistoryManager.enabled = False
-    return Shell.instance(config=config, user_ns={"__name__": "__main__"})
+    return Shell.instance(config=config, user_ns=namespace if namespace is not None else {"__name__": "__main__"})
 
 
 _MISSING = object()
@@ -303,13 +305,13 @@ def student_names(namespace, bound) -> list[str]:
                   and bound.get(name, _MISSING) is not value)
 
 
-def _caller(started, namespace, writer, names, ran=()):
+def _caller(started, namespace, writer, names, again=()):
     """In a caller forked from the program: the test cell's calls (`started["source"]`, slicing.split) run
     with the student's namespace, inside a running event loop as a kernel's cells do, and each call of a
     student's function sends its result to the judge on `writer`. The exercises judged before this one are
     the instructor's solutions here (`started["solutions"]`), so that a student's function that calls one
-    of them is judged on its own. `ran`: the cells the program ran before the test (OnEachMachine). Never
-    returns."""
+    of them is judged on its own. `again`: the student's cells before the test that OnEachMachine runs again
+    on another machine. Never returns."""
     try:
         _only_descriptors([writer])
         from . import boundary
@@ -327,7 +329,8 @@ def _caller(started, namespace, writer, names, ran=()):
             exec(compile(started["source"], "<calls>", "exec", dont_inherit=True), scope)
 
         with simulated_machine(STUDENTS_MACHINE):  # as in the judge: the test runs on the students' machine
-            scope = OnEachMachine(namespace, names, lambda: _ran_again(ran, started["solutions"], core.boundary, names))
+            scope = OnEachMachine(namespace, names, lambda: _ran_again(again, namespace, started["solutions"],
+                                                                       core.boundary, names))
             loop.run_until_complete(calls())
     finally:
         os._exit(0)
@@ -338,11 +341,14 @@ _STUDENTS_MACHINE = (STUDENTS_MACHINE.present, STUDENTS_MACHINE.built)
 
 class OnEachMachine(dict):
     """The caller's namespace. Where a test simulates another machine than the students' (STUDENTS_MACHINE,
-    which the program ran on; autograder/simulate.py), a name of the student's is what the notebook's cells
-    define on that machine: they run again there, from the first, the first time a name is looked up on it
-    (`define`). So a value the student's cells computed when they ran (`DEVICE = torch.device("cuda" if
-    torch.cuda.is_available() else "cpu")`) is that machine's, as on a student's who ran the notebook there.
-    A name those cells do not define there (a cell that failed on it) is the program's. Only the test's own
+    which the program ran on; autograder/simulate.py), a name of the student's is what the student's cells
+    define on that machine: the first time a name is looked up on it, the cells that asked about the machine
+    when the program ran them, or that define the student's functions and classes, run again there, in order,
+    on a copy of the program's namespace (`define`). So a value the student's cells computed when they ran
+    (`DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")`), or a function's cache, is that
+    machine's, as on a student's who ran the notebook there, and a cell that only waits or prints is not run
+    again. A name those cells do not define there (a cell that failed on it) is the program's. An object the
+    test made before, of a class the student defined, stays of the program's class. Only the test's own
     simulations count, not a grader's machine simulated around the whole verdict (`grader_machine`)."""
 
     def __init__(self, namespace, names, define):
@@ -363,11 +369,11 @@ class OnEachMachine(dict):
         return super().__getitem__(name)
 
 
-def _ran_again(cells, solutions, recorder, names) -> dict:
-    """The namespace of `cells` run again, in a new shell, on the machine simulated now, with the solutions of
-    the exercises already judged bound as in the caller's own. The caller's random numbers and PyTorch's
-    settings are as they were (the judge ran none of this), and the boundary knows the new functions and
-    classes of the student's `names` for the student's."""
+def _ran_again(cells, namespace, solutions, recorder, names) -> dict:
+    """A copy of `namespace` where `cells` ran again, in a new shell, on the machine simulated now, with the
+    solutions of the exercises already judged bound as in the caller's own. The caller's random numbers and
+    PyTorch's settings are as they were (the judge ran none of this), and the boundary knows the new functions
+    and classes of the student's `names` for the student's."""
     from IPython.core.interactiveshell import InteractiveShell
 
     from . import boundary
@@ -375,7 +381,7 @@ def _ran_again(cells, solutions, recorder, names) -> dict:
     settings = boundary.torch_settings()
     with boundary.random_state_kept(), contextlib.redirect_stdout(io.StringIO()):
         InteractiveShell.clear_instance()
-        shell = _shell()
+        shell = _shell(dict(namespace))
         for cell in cells:  # inside the caller's running event loop: a cell with a top-level await fails here
             shell.run_cell(cell["source"], store_history=False)
     boundary.take_torch_settings(settings)

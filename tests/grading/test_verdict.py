@@ -129,6 +129,16 @@ def test_a_value_the_students_cells_computed_is_the_simulated_machines_own(answe
         assert records["double0"]["passed"] is passes, (grader_machine, records)
 
 
+def test_a_cell_that_neither_asks_about_the_machine_nor_defines_a_function_is_not_run_again():
+    """A slow cell that only waits (a training run, say) costs its time once, not once per machine: the cells
+    run again are those that asked about the machine or define the student's functions and classes."""
+    answer = ["import time\ntime.sleep(3)", "def device(x):\n    return torch.device('cuda' if torch.cuda.is_available() "
+              "else 'mps' if torch.backends.mps.is_available() else 'cpu')"]
+    started = time.monotonic()
+    assert decided(answer, test=ON_EACH_MACHINE)["double0"]["passed"] is True
+    assert time.monotonic() - started < 3 * 3  # the program's sleep, not one more per simulated machine
+
+
 def test_the_cells_run_again_on_another_machine_leave_the_tests_numbers_as_they_were():
     """Running the student's cells again on a simulated machine draws their random numbers in the caller
     alone: the inputs the test draws next are still the judge's."""
