@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
@@ -58,7 +59,12 @@ def run_ddp(script, nproc=2, extra_env=None):
         env["GLOO_SOCKET_IFNAME"] = loopback
     command = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
                "--master_addr=127.0.0.1", f"--master_port={free_loopback_port()}", str(script)]
-    result = subprocess.run(command, cwd=Path(script).parent, env=env, capture_output=True, text=True, timeout=300)
+    # torchrun leaves a log folder in the temporary folder at every run (torchelastic_*): give the run one
+    # of its own, removed after it, so a lesson run again and again leaves nothing behind
+    # torchrun 每次运行都会在临时目录里留下一个日志目录（torchelastic_*）：给它一个专用目录，运行后删除
+    with tempfile.TemporaryDirectory(prefix="ddp-run-") as scratch:
+        result = subprocess.run(command, cwd=Path(script).parent, env=dict(env, TMPDIR=scratch),
+                                capture_output=True, text=True, timeout=300)
     if result.returncode != 0:
         raise RuntimeError(f"DDP run failed (exit code {result.returncode}) / "
                            f"DDP 运行失败（退出码 {result.returncode}）\n{result.stderr[-3000:]}")

@@ -136,6 +136,23 @@ def test_a_failed_ddp_run_raises_with_the_end_of_its_errors(tmp_path):
     assert sorted(run_ddp(script).splitlines()) == ["rank 0 of 2", "rank 1 of 2"]
 
 
+def test_a_ddp_run_leaves_nothing_in_the_temporary_folder(tmp_path, monkeypatch):
+    """torchrun makes a log folder (torchelastic_*) in the temporary folder at each run and never removes
+    it: a student who runs lessons 11 and 12 again and again would fill their /tmp."""
+    import tempfile
+
+    from autograder.recipes import run_ddp
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    script = tmp_path / "ranks.py"
+    script.write_text("import os\nos.write(1, f\"rank {os.environ['RANK']}\\n\".encode())\n")
+    assert sorted(run_ddp(script).splitlines()) == ["rank 0", "rank 1"]
+    assert list(temporary.iterdir()) == []
+
+
 def test_pytorch_says_gives_the_words_of_this_pytorch_on_one_line_after_its_version():
     import torch
 
