@@ -27,9 +27,11 @@ class Machine:
         return f"no accelerator, {self.built or 'cpu'} build"
 
 
-# The four cases that matter: the CPU build; the CUDA build on a machine without a GPU (PyPI's default
-# wheel on most laptops); a CUDA GPU; an Apple GPU.
-MACHINES = (Machine(None, None), Machine(None, "cuda"), Machine("cuda", "cuda"), Machine("mps", "mps"))
+# The five cases that matter: the CPU build; the CUDA build on a machine without a GPU (PyPI's default
+# wheel on most laptops); a CUDA GPU; an Apple GPU; PyTorch for macOS on a Mac whose GPU it cannot use (an
+# Intel Mac, macOS in a virtual machine), where `torch.backends.mps.is_built()` is true and nothing is there.
+MACHINES = (Machine(None, None), Machine(None, "cuda"), Machine("cuda", "cuda"), Machine("mps", "mps"),
+            Machine(None, "mps"))
 
 
 def _current_accelerator(kind, built, check_available=False):

@@ -13,6 +13,8 @@ APIS = {
     "torch.accelerator.current_accelerator(check_available=True)":
         lambda: torch.accelerator.current_accelerator(check_available=True),
     "torch.backends.cuda.is_built()": lambda: torch.backends.cuda.is_built(),
+    "torch.backends.mps.is_built()": lambda: torch.backends.mps.is_built(),
+    "torch.mps.device_count()": lambda: torch.mps.device_count(),
     "torch.version.cuda is not None": lambda: torch.version.cuda is not None,
     "torch.cuda.is_bf16_supported()": lambda: torch.cuda.is_bf16_supported(),
 }
@@ -65,6 +67,17 @@ def test_the_cuda_build_without_a_gpu_is_one_of_the_machines():
     assert answers["torch.accelerator.current_accelerator()"] == torch.device("cuda")
     assert answers["torch.accelerator.current_accelerator(check_available=True)"] is None
     assert answers["torch.version.cuda is not None"] and answers["torch.backends.cuda.is_built()"]
+
+
+def test_a_mac_whose_gpu_pytorch_cannot_use_is_one_of_the_machines():
+    """Issue 41: `torch.backends.mps.is_built()` for `is_available()` kept its points with no such machine."""
+    mac_without_mps = Machine(None, "mps")
+    assert mac_without_mps in MACHINES
+    answers = seen(mac_without_mps)
+    assert answers["torch.backends.mps.is_built()"] and not answers["torch.backends.mps.is_available()"]
+    assert answers["torch.accelerator.current_accelerator()"] == torch.device("mps")
+    assert answers["torch.accelerator.current_accelerator(check_available=True)"] is None
+    assert not answers["torch.accelerator.is_available()"] and answers["torch.mps.device_count()"] == 0
 
 
 def test_everything_is_restored_afterwards():
