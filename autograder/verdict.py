@@ -45,9 +45,11 @@ import io
 import json
 import os
 import select
+import shutil
 import signal
 import struct
 import sys
+import tempfile
 import time
 
 from . import slicing
@@ -82,9 +84,12 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
     go, start = os.pipe()  # the parent → the program: fork the caller of the next test cell
     spared = _processes() if sandboxed else set()  # the sandbox's init, its holder, this process
     from IPython.core import interactiveshell  # noqa: F401: imported once, here, for every program's shell
+    # the program's own folder, removed when the verdict ends: in the sandbox its /tmp is gone anyway, but a
+    # grader without one (`course grade --no-sandbox`) kept every notebook's files in its own /tmp
+    folder = tempfile.mkdtemp(prefix="program-")
     program = _fork()
     if program == 0:
-        _program(cells, [writer for _, writer in pipes], go, timeout)  # never returns
+        _program(cells, [writer for _, writer in pipes], go, timeout, folder)  # never returns
     spared.add(program)
     os.close(go)
     os.set_blocking(start, False)  # a program that stopped reading holds back only its own callers
@@ -135,6 +140,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
             _record(grader_fd, result)
             recorded.add(cell["grade_id"])
     _kill(program)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _seed(source) -> int:
@@ -187,13 +193,13 @@ def _execute(code, namespace, filename) -> str | None:
     return None
 
 
-def _program(cells, writers, go, timeout):
+def _program(cells, writers, go, timeout, folder):
     """The notebook as the student's kernel ran it, in this forked process; at each test cell, a caller
     forked from its state then (see the module docstring). Never returns."""
     try:
         os.setpgid(0, 0)  # the parent ends the program and its callers as one group
         _only_descriptors([*writers, go])
-        _own_folder()
+        _own_folder(folder)
         from . import integrity
         from .boundary import read_exactly
 
@@ -258,15 +264,12 @@ def _run_cell(shell, loop, source):
                                                  preprocessing_exc_tuple=error))
 
 
-def _own_folder():
-    """The program's own folder, in the sandbox's bounded /tmp: its working folder and every temporary
-    file's. Where the kernel has Landlock, the program (and every caller) writes nowhere else, so no file a
-    judge wrote can change under it, and signals no process outside the program (autograder/kernel.py)."""
-    import tempfile
-
+def _own_folder(folder):
+    """`folder`, in the sandbox's bounded /tmp, becomes the program's own: its working folder and every
+    temporary file's. Where the kernel has Landlock, the program (and every caller) writes nowhere else, so no
+    file a judge wrote can change under it, and signals no process outside the program (autograder/kernel.py)."""
     from .kernel import confine
 
-    folder = tempfile.mkdtemp(prefix="program-")
     for name in ("TMPDIR", "HOME", "IPYTHONDIR", "MPLCONFIGDIR"):
         os.environ[name] = folder
     tempfile.tempdir = folder

@@ -129,6 +129,20 @@ def test_a_value_the_students_cells_computed_is_the_simulated_machines_own(answe
         assert records["double0"]["passed"] is passes, (grader_machine, records)
 
 
+def test_a_verdict_without_the_sandbox_leaves_no_folder_of_the_program_behind():
+    """`course grade --no-sandbox`: the program's own folder is in the grader's /tmp, with the student's files."""
+    from pathlib import Path
+    from uuid import uuid4
+
+    from traitlets.config import Config
+
+    mine = f"written-by-the-student-{uuid4().hex}"
+    records = decided(f"open({mine!r}, 'w').write('mine')\ndef double(x):\n    return 2 * x",
+                      config=Config({"Sandbox": {"enabled": False}}))
+    assert records["double0"]["passed"] is True
+    assert list(Path("/tmp").glob(f"program-*/{mine}")) == []
+
+
 def test_a_cell_that_neither_asks_about_the_machine_nor_defines_a_function_is_not_run_again():
     """A slow cell that only waits (a training run, say) costs its time once, not once per machine: the cells
     run again are those that asked about the machine or define the student's functions and classes."""
