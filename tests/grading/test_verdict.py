@@ -599,6 +599,18 @@ def test_a_notebook_past_its_time_budget_stops_and_its_later_cells_earn_nothing(
     assert [o.output_type for o in last] == ["error"] and shows(last[0].evalue, "notebook_over_budget")
 
 
+def test_a_kernel_is_ended_at_once_after_its_last_cell_and_runs_no_exit_handler(tmp_path):
+    """A kernel's own shutdown (its exit handlers, PyTorch's teardown) cost a sixth of a class's grading, and an
+    exit handler that waits held each notebook for jupyter_client's whole shutdown wait."""
+    notebook = nbformat.v4.new_notebook(cells=[new_code_cell(
+        "import atexit, pathlib, time\natexit.register(time.sleep, 30)\n"
+        "atexit.register(pathlib.Path('exit-handler-ran').write_text, 'yes')"), new_code_cell("print('done')")])
+    started = time.monotonic()
+    SafeExecute(timeout=120).preprocess(notebook, {"metadata": {"path": str(tmp_path)}})
+    assert notebook.cells[1].outputs[0].text == "done\n"
+    assert not (tmp_path / "exit-handler-ran").exists() and time.monotonic() - started < 30
+
+
 # ------------------------------------------------------------------ forgeries, graded for real
 
 def submission(root, forgery):
