@@ -599,6 +599,11 @@ def main():
     solutions = _opened_and_removed(os.path.join(folder, "references.json"))
     tests = _opened_and_removed(os.path.join(folder, "tests.json"))
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # is_available() does not start CUDA before a fork
+    # Imported before any machine is simulated, as a sandboxed verdict's fork server has (PRELOADED in
+    # course/kernels/forkserver.py): a meta layer's first forward pass and an optimizer's first step import it,
+    # and its import fails on PyTorch's CPU build while a CUDA machine is simulated. Without the sandbox, a3's
+    # solution lost test_autocast_forward for it.
+    import torch._dynamo  # noqa: F401
     _not_dumpable()
     from .kernel import limit_resources, own_session_keyring
 

@@ -143,6 +143,19 @@ def test_a_verdict_without_the_sandbox_leaves_no_folder_of_the_program_behind():
     assert list(Path("/tmp").glob(f"program-*/{mine}")) == []
 
 
+@pytest.mark.parametrize("assignment", sorted(path.name for path in (classroom.ROOT / "source").iterdir() if path.is_dir()))
+def test_each_solution_keeps_every_point_in_a_verdict_without_the_sandbox(assignment):
+    """`course grade --no-sandbox` starts the verdict as a new process, not from the fork server that has
+    PyTorch's modules imported: one imported first inside a simulated machine failed, and a3's solution lost a test."""
+    from traitlets.config import Config
+
+    source = nbformat.read(classroom.ROOT / "source" / assignment / f"{assignment}.ipynb", as_version=4)
+    cells = autograde.placed([autograde.verdict_cell(cell) for cell in source.cells if cell.cell_type == "code"], source)
+    records = DecideGrades(config=Config({"Sandbox": {"enabled": False}})).verdict(cells, autograde.solutions(source))
+    assert {grade_id: record["passed"] for grade_id, record in records.items()} == dict.fromkeys(records, True)
+    assert set(records) == set(classroom.max_points(assignment))
+
+
 def test_a_cell_that_neither_asks_about_the_machine_nor_defines_a_function_is_not_run_again():
     """A slow cell that only waits (a training run, say) costs its time once, not once per machine: the cells
     run again are those that asked about the machine or define the student's functions and classes."""
