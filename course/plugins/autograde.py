@@ -293,6 +293,7 @@ class SafeExecute(Execute):
                 hidden[index] = cell.source
                 cell.source = released_source(cell, parent=self)
         self._running, self._chars, self._dropped = 0, 0, {}
+        resources.pop(KERNEL_STOPPED, None)
         # the grading's clock starts here, with the kernel: DecideGrades' verdict gets what the kernel left of it
         resources[GRADING_ENDS] = time.monotonic() + self.grading_timeout
         resources[GRADING_BUDGET] = self.grading_timeout
@@ -304,9 +305,11 @@ class SafeExecute(Execute):
                    "notebook_over_budget" if isinstance(error, NotebookOverBudget) else "timed_out")
             self.log.warning("%s in cell %d; the remaining cells earn no points", type(error).__name__,
                              self._running)
+            stop = {"index": self._running, "ename": type(error).__name__, "key": key, "seconds": self.notebook_timeout}
             for cell in nb.cells[self._running:]:
                 if cell.cell_type == "code":
-                    cell.outputs.append(stopped_output(type(error).__name__, key, seconds=self.notebook_timeout))
+                    cell.outputs.append(stopped_output(stop["ename"], key, seconds=stop["seconds"]))
+            resources[KERNEL_STOPPED] = stop
             return nb, resources
         finally:
             for index, source in hidden.items():
@@ -360,6 +363,8 @@ def released_source(cell, parent=None) -> str:
 
 GRADING_ENDS = "course_grading_ends"  # resources: when the notebook's grading budget ends (time.monotonic())
 GRADING_BUDGET = "course_grading_budget"  # resources: that budget in seconds (SafeExecute.grading_timeout)
+# resources: where the kernel stopped (the cell it was running, why), when it did: no later cell earns a point
+KERNEL_STOPPED = "course_kernel_stopped"
 
 
 class GradingOverBudget(Exception):
@@ -404,18 +409,28 @@ class DecideGrades(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         source = self.source_notebook(resources)
-        cells = placed([verdict_cell(cell, parent=self) for cell in nb.cells if cell.cell_type == "code"], source)
+        # The verdict runs the notebook as far as its kernel ran: from the cell where the kernel stopped (a cell
+        # that would not stop, a crash, the notebook's budget), no test cell earns a point, and the verdict would
+        # only wait out the same limits again. The instructor's cells all run, wherever the submission put them.
+        stop = resources.get(KERNEL_STOPPED, {}).get("index", len(nb.cells))
+        code = [(index, verdict_cell(cell, parent=self)) for index, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+        cells = placed([made for index, made in code if index < stop or made["kind"] == "trusted"], source)
         tests = sum(cell["kind"] == "test" for cell in cells)
         started = time.monotonic()
         records = self.verdict(cells, self.references(source), ends=resources.get(GRADING_ENDS),
                                budget=resources.get(GRADING_BUDGET)) if tests else {}
         self.log.info("Verdict of %d test cells in %.1f s", tests, time.monotonic() - started)
-        for cell in nb.cells:
+        for index, cell in enumerate(nb.cells):
             if is_test_cell(cell):
+                cell.metadata.pop(DIAGNOSIS, None)  # never the submission's own
+                if index >= stop:  # the kernel's note alone, as the grader wrote it
+                    stopped = resources[KERNEL_STOPPED]
+                    cell.outputs = [stopped_output(stopped["ename"], stopped["key"], seconds=stopped["seconds"])]
+                    cell.metadata[DIAGNOSIS] = {"key": stopped["key"]}
+                    continue
                 grade_id = cell.metadata.nbgrader["grade_id"]
                 record, kernel_error = records.get(grade_id), own_error(cell)
                 cell.outputs = decided_outputs(record, kernel_error)
-                cell.metadata.pop(DIAGNOSIS, None)  # never the submission's own
                 if found := diagnosis(record, kernel_error):
                     cell.metadata[DIAGNOSIS] = found
         return nb, resources

@@ -612,6 +612,26 @@ def test_a_notebook_past_its_time_budget_stops_and_its_later_cells_earn_nothing(
     assert [o.output_type for o in last] == ["error"] and shows(last[0].evalue, "notebook_over_budget")
 
 
+def test_the_verdict_runs_the_notebook_only_as_far_as_its_kernel_ran(tmp_path):
+    """A cell that does not stop when interrupted stops the kernel, and no later test cell earns a point: the
+    verdict ran them all the same, waiting out every test's limit again (a1's checks-patched-by-a-constant held
+    each grader a minute). The test cells from the stop on show the kernel's note alone."""
+    test = {"nbgrader": {"grade": True, "grade_id": "double0", "locked": True, "points": 1, "schema_version": 3,
+                         "solution": False, "task": False}}
+    notebook = nbformat.v4.new_notebook(cells=[
+        new_code_cell("import torch\ndef double(x):\n    return 2 * x"),
+        new_code_cell("import time\nwhile True:\n    try:\n        time.sleep(100)\n    except KeyboardInterrupt:\n        pass"),
+        new_code_cell(DOUBLE_TEST, metadata=test)])
+    resources = {"metadata": {"path": str(tmp_path)}}
+    SafeExecute(timeout=3).preprocess(notebook, resources)
+    started = time.monotonic()
+    DecideGrades(timeout=3).preprocess(notebook, resources)
+    assert time.monotonic() - started < 3  # no verdict: its test's limit is longer
+    (shown,) = notebook.cells[2].outputs
+    assert shown.output_type == "error" and shows(shown.evalue, "timed_out")
+    assert notebook.cells[2].metadata[autograde.DIAGNOSIS] == {"key": "timed_out"}
+
+
 def test_a_kernel_is_ended_at_once_after_its_last_cell_and_runs_no_exit_handler(tmp_path):
     """A kernel's own shutdown (its exit handlers, PyTorch's teardown) cost a sixth of a class's grading, and an
     exit handler that waits held each notebook for jupyter_client's whole shutdown wait."""
