@@ -248,14 +248,14 @@ class SafeExecute(Execute):
     # or one huge line costs the submission its outputs, never the grader its memory. Errors and stderr
     # are always kept (shortened), since they decide a cell's points.
     max_outputs = Integer(200, help="Outputs kept per cell; later ones are dropped, with a note").tag(config=True)
+    max_output_chars = Integer(100_000, help="Characters of one output (a larger one becomes a note)").tag(config=True)
+    max_notebook_chars = Integer(20_000_000, help="Characters of all outputs of a notebook").tag(config=True)
     # Nothing is read from a kernel after its last cell, and its sandbox ends with it: ended at once, it spares
     # each notebook its own shutdown (its exit handlers, PyTorch's teardown), a sixth of a class's grading time.
     # A kernel that had already ended on its own is not killed, so its last lines still reach the log.
     shutdown_kernel = Enum(["graceful", "immediate"], default_value="immediate",
                            help="How the kernel ends after the last cell: 'immediate' kills its sandbox, "
                                 "'graceful' asks the kernel to shut down first").tag(config=True)
-    max_output_chars = Integer(100_000, help="Characters of one output (a larger one becomes a note)").tag(config=True)
-    max_notebook_chars = Integer(20_000_000, help="Characters of all outputs of a notebook").tag(config=True)
     timeout = Integer(CELL_TIMEOUT_S, allow_none=True, help="Seconds one cell may run (nbgrader_config.py sets "
                                                             "Execute.timeout, which `nbgrader validate` runs with too)").tag(config=True)
     notebook_timeout = Integer(900, help="Seconds the whole notebook may run in its kernel: past them, the cells "
