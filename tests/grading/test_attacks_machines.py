@@ -1,0 +1,71 @@
+"""The entries of course/corpus/attacks-machines.toml (issue 41: the verdict's simulated machines, OnEachMachine
+and the student's cells run again there), each as the smallest failing check the lead can fix against: the
+verdict alone (DecideGrades().verdict, as test_attacks_slicing.py runs it) on the assignment's own cells, the
+solution filled in and the entry's cells put in. An entry that got through is xfail(strict=True) until the
+verdict holds; one that held must go on holding.
+"""
+import functools
+import re
+
+import pytest
+
+from course import classroom
+from course.plugins.autograde import DecideGrades, placed, solutions
+# the same submission as the slicing attacks build: one place for how a corpus entry becomes the verdict's cells
+from grading.test_attacks_slicing import source_notebook, verdict_cells
+from support.notebooks import hidden_lines
+
+ENTRIES = classroom.corpus("attacks-machines")["attack"]
+RIGHT_ANSWERS = [entry for entry in ENTRIES if entry["kind"] == "right-answer"]
+ATTACKS = [entry for entry in ENTRIES if entry["kind"] == "attack"]
+
+
+@functools.cache
+def records_of(identifier, **settings) -> dict:
+    """The verdict's records of one entry, under its own settings updated with `settings`."""
+    entry = next(entry for entry in ENTRIES if entry["id"] == identifier)
+    source = source_notebook(entry["assignment"])
+    decide = DecideGrades(**{**entry.get("settings", {}), **settings})
+    return decide.verdict(placed(verdict_cells(entry), source), solutions(source))
+
+
+def cases(entries, reason) -> list:
+    return [pytest.param(entry, id=entry["id"], marks=() if entry["held"] else
+                         pytest.mark.xfail(strict=True, reason=f"issue 41: {reason} (attacks-machines.toml: "
+                                                               f"{entry['mechanism'][:160]}…)"))
+            for entry in entries]
+
+
+@pytest.mark.parametrize("entry", cases(RIGHT_ANSWERS, "a right answer loses points"))
+def test_a_right_answer_keeps_every_point(entry):
+    decided = records_of(entry["id"])
+    assert {grade_id for grade_id, record in decided.items() if not record["passed"]} == set()
+
+
+@pytest.mark.parametrize("entry", cases([a for a in ATTACKS if a["goal"] != "d"], "it keeps points it should lose"))
+def test_the_attack_earns_nothing_where_it_should_not(entry):
+    decided = records_of(entry["id"])
+    zero = set(decided) if entry["zero"] == "all" else set(entry["zero"])
+    assert {grade_id for grade_id in zero if decided[grade_id]["passed"]} == set()
+
+
+@pytest.mark.parametrize("entry", cases([a for a in ATTACKS if a["goal"] == "d"], "the grade depends on the grader"))
+def test_a_grader_with_cuda_and_one_without_give_the_same_points(entry):
+    on_gpu, on_cpu = records_of(entry["id"], grader_machine="cuda"), records_of(entry["id"], grader_machine=None)
+    assert {k: r["passed"] for k, r in on_gpu.items()} == {k: r["passed"] for k, r in on_cpu.items()}
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e["id"]) for e in ENTRIES if not e["held"]])
+def test_what_the_corpus_says_was_lost_is_what_the_verdict_takes(entry):
+    """Keeps each open entry honest while it is open: the cells it names are the ones that fail now."""
+    decided = records_of(entry["id"])
+    assert {grade_id for grade_id, record in decided.items() if not record["passed"]} == set(entry["lost"])
+
+
+@pytest.mark.parametrize("entry", cases([a for a in ATTACKS if a["goal"] == "b"], "a hidden line reaches the feedback"))
+def test_no_hidden_line_reaches_the_diagnostic(entry):
+    decided = records_of(entry["id"])
+    hidden = {line for line in hidden_lines(source_notebook(entry["assignment"]), regions=("HIDDEN TESTS",))
+              if len(line) > 12}
+    shown = "\n".join(record.get("message") or "" for record in decided.values())
+    assert not [line for line in hidden if re.sub(r"\s+", " ", line) in shown]
