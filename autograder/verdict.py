@@ -317,6 +317,7 @@ def _caller(started, namespace, writer, names, again=()):
     on another machine. Never returns."""
     try:
         _only_descriptors([writer])
+        _one_thread()
         from . import boundary
         from .checks import core
 
@@ -441,6 +442,16 @@ def _read_json(fd, default):
         return json.load(file)
 
 
+def _one_thread():
+    """In a process forked from one that may have run PyTorch's CPU thread pool (OpenMP): a forked child keeps
+    the pool's state but not its threads, and its first parallel kernel would wait for them forever. A student
+    cell that tried its answer once (one bfloat16 autocast forward, a few training steps) hung every later
+    test's caller. One thread runs every kernel in the calling thread, as PyTorch's DataLoader workers do."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 def _only_descriptors(kept):
     """Standard streams to /dev/null; every other descriptor but `kept` closed."""
     null = os.open(os.devnull, os.O_RDWR)
@@ -539,6 +550,7 @@ def _judge(cell, namespace, writer, calls, seed):
     runs the test and writes the result on `writer`. Never returns."""
     try:
         _only_descriptors([writer, calls])
+        _one_thread()
         from . import boundary
         from .checks import core
 
