@@ -41,6 +41,15 @@ def _current_accelerator(kind, built, check_available=False):
     return torch.device(built)
 
 
+def _on_cuda(kind, built, answer):
+    """`answer` where a CUDA GPU is simulated; elsewhere the error PyTorch raises there."""
+    if kind == "cuda":
+        return answer
+    if built != "cuda":
+        raise AssertionError("Torch not compiled with CUDA enabled")
+    raise RuntimeError("Found no NVIDIA driver on your system.")
+
+
 # What each function answers on a simulated machine (its accelerator `kind`, its build `built`).
 _ANSWERS = {
     "torch.cuda.is_available": lambda kind, built: kind == "cuda",
@@ -48,6 +57,9 @@ _ANSWERS = {
     "torch.cuda.current_device": lambda kind, built: 0,
     # a simulated GPU is a recent one, with native bfloat16 (`torch.autocast("cuda", dtype=torch.bfloat16)` asks)
     "torch.cuda.is_bf16_supported": lambda kind, built, including_emulation=True: kind == "cuda",
+    # what a student may print about the GPU it found (`torch.cuda.get_device_name(0)`): a recent one
+    "torch.cuda.get_device_name": lambda kind, built, device=None: _on_cuda(kind, built, "NVIDIA GPU (simulated)"),
+    "torch.cuda.get_device_capability": lambda kind, built, device=None: _on_cuda(kind, built, (9, 0)),
     "torch.backends.cuda.is_built": lambda kind, built: built == "cuda",
     "torch.backends.mps.is_available": lambda kind, built: kind == "mps",
     "torch.backends.mps.is_built": lambda kind, built: built == "mps",

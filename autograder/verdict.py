@@ -37,6 +37,7 @@ student's function raised is shown by its type and the words of PyTorch's known 
 import asyncio
 import builtins
 import contextlib
+import copy
 import ctypes
 import functools
 import hashlib
@@ -51,6 +52,8 @@ import struct
 import sys
 import tempfile
 import time
+
+import torch
 
 from . import slicing
 from .diagnostics import diagnosis, render
@@ -332,9 +335,10 @@ def _caller(started, namespace, writer, names, again=()):
         async def calls():  # what they raise is the judge's to report, from its own side of the cell
             exec(compile(started["source"], "<calls>", "exec", dont_inherit=True), scope)
 
+        pristine = _plain_values(namespace)  # before any call of the test's changes them
         with simulated_machine(STUDENTS_MACHINE):  # as in the judge: the test runs on the students' machine
-            scope = OnEachMachine(namespace, names, lambda: _ran_again(again, namespace, started["solutions"],
-                                                                       core.boundary, names))
+            scope = OnEachMachine(namespace, names, lambda: _ran_again(again, {**namespace, **copy.deepcopy(pristine)},
+                                                                       started["solutions"], core.boundary, names))
             loop.run_until_complete(calls())
     finally:
         os._exit(0)
@@ -360,6 +364,10 @@ class OnEachMachine(dict):
         self.names, self.define, self.machines = set(names), define, {}
         self.outside = simulations()
 
+    def __setitem__(self, name, value):  # bound by the test cell (its `model`, its loop's `rank`): the test's own
+        self.names.discard(name)
+        super().__setitem__(name, value)
+
     def __getitem__(self, name):
         machine = simulated_now(inside=self.outside)
         if name in self.names and machine not in (None, _STUDENTS_MACHINE):
@@ -374,25 +382,79 @@ class OnEachMachine(dict):
 
 
 def _ran_again(cells, namespace, solutions, recorder, names) -> dict:
-    """A copy of `namespace` where `cells` ran again, in a new shell, on the machine simulated now, with the
-    solutions of the exercises already judged bound as in the caller's own. The caller's random numbers and
-    PyTorch's settings are as they were (the judge ran none of this), and the boundary knows the new functions
-    and classes of the student's `names` for the student's."""
+    """`namespace` (a copy of the program's) where `cells` ran again, in a new shell, on the machine simulated
+    now, with the solutions of the exercises already judged bound as in the caller's own. As on a machine that
+    ran the notebook from the top: the modules the student's cells imported from the notebook's folder (a
+    `%%writefile` module) are imported anew, and the cells run in a thread of their own, outside the caller's
+    running event loop, where a top-level `await` works. The caller's random numbers, PyTorch's settings and
+    default device are as they were (the judge ran none of this), and the boundary knows the new functions and
+    classes of the student's `names` for the student's."""
+    import threading
+
+    import torch
     from IPython.core.interactiveshell import InteractiveShell
 
     from . import boundary
 
-    settings = boundary.torch_settings()
+    settings, device = boundary.torch_settings(), torch.get_default_device()
+    own = {name: module for name, module in sys.modules.items() if _in_folder(module, os.getcwd())}
+    for name in own:
+        del sys.modules[name]
+
+    def run():
+        loop = asyncio.new_event_loop()
+        for cell in cells:
+            _run_cell(shell, loop, cell["source"])
+        loop.close()
+
     with boundary.random_state_kept(), contextlib.redirect_stdout(io.StringIO()):
         InteractiveShell.clear_instance()
-        shell = _shell(dict(namespace))
-        for cell in cells:  # inside the caller's running event loop: a cell with a top-level await fails here
-            shell.run_cell(cell["source"], store_history=False)
+        shell = _shell(namespace)
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        thread.join()
+    sys.modules.update(own)
     boundary.take_torch_settings(settings)
+    if torch.get_default_device() != device:  # `torch.set_default_device(DEVICE)` in a cell run again
+        torch.set_default_device(None if device.type == "cpu" else device)
     namespace = shell.user_ns
     _bind_solutions(namespace, solutions)
     recorder.students.update(id(namespace[name]) for name in names if name in namespace)
     return namespace
+
+
+def _in_folder(module, folder) -> bool:
+    path = getattr(module, "__file__", None)
+    return isinstance(path, str) and os.path.realpath(path).startswith(os.path.realpath(folder) + os.sep)
+
+
+# What a student's cell may bind at the top and a function change later (`_found = {}`, `_DEVICE = None`,
+# `calls = 0`): a copy of each, taken before the test's calls, starts every machine's run again, as a new run
+# of the notebook would. Plain data only, and not too much of it: a copy cannot hold a tensor or a module.
+_PLAIN = (type(None), bool, int, float, complex, str, bytes, torch.device, torch.dtype)
+_CONTAINERS = (list, tuple, set, frozenset, dict)
+_PLAIN_ITEMS = 10_000
+
+
+def _plain_values(namespace) -> dict:
+    """The names of `namespace` bound to plain data (`_PLAIN`, and builtin containers of it), each copied."""
+    def items(value):
+        return [*value.keys(), *value.values()] if type(value) is dict else list(value)
+
+    plain = {}
+    for name, value in namespace.items():
+        pending, seen = [value], 0
+        while pending and seen <= _PLAIN_ITEMS:
+            item = pending.pop()
+            seen += 1
+            if type(item) in _CONTAINERS:
+                pending.extend(items(item))
+            elif type(item) not in _PLAIN:
+                break
+        else:
+            if seen <= _PLAIN_ITEMS:
+                plain[name] = copy.deepcopy(value)
+    return plain
 
 
 def _bind_solutions(namespace, solutions) -> list[str]:
