@@ -156,6 +156,19 @@ def test_each_solution_keeps_every_point_in_a_verdict_without_the_sandbox(assign
     assert set(records) == set(classroom.max_points(assignment))
 
 
+def test_a_diagnostic_names_the_simulated_machine_the_answer_failed_on():
+    """A label may use only the test cell's words: a1's said "pick_device(None)  # … accelerator, cuda …" where
+    the answer failed on the CUDA build without a GPU."""
+    source = nbformat.read(classroom.ROOT / "source" / "a1_tensor_to" / "a1_tensor_to.ipynb", as_version=4)
+    cells = [autograde.verdict_cell(cell) for cell in source.cells if cell.cell_type == "code"]
+    for cell in cells:
+        if cell["grade_id"] == "pick_device":  # the corpus's pick_device_trusts_the_build
+            cell["source"] = ("def pick_device(prefer=None):\n    if prefer is not None:\n        return torch.device(prefer)\n"
+                              "    return torch.accelerator.current_accelerator() or torch.device('cpu')")
+    records = DecideGrades().verdict(autograde.placed(cells, source), autograde.solutions(source))
+    assert records["test_pick_device"]["message"].startswith("pick_device(None)  # no accelerator, cuda build: ")
+
+
 def test_a_cell_that_neither_asks_about_the_machine_nor_defines_a_function_is_not_run_again():
     """A slow cell that only waits (a training run, say) costs its time once, not once per machine: the cells
     run again are those that asked about the machine or define the student's functions and classes."""
