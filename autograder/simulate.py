@@ -8,6 +8,7 @@ is simulated: no tensor is ever created on the pretended device.
 import importlib
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from types import SimpleNamespace
 from unittest import mock
 
 import torch
@@ -41,6 +42,11 @@ def _current_accelerator(kind, built, check_available=False):
     return torch.device(built)
 
 
+# what `torch.cuda.get_device_properties(0)` tells of the simulated GPU (a recent one with 80 GiB)
+_SIMULATED_GPU = SimpleNamespace(name="NVIDIA GPU (simulated)", major=9, minor=0, total_memory=80 * 2**30,
+                                 multi_processor_count=132, is_integrated=False)
+
+
 def _on_cuda(kind, built, answer):
     """`answer` where a CUDA GPU is simulated; elsewhere the error PyTorch raises there."""
     if kind == "cuda":
@@ -60,6 +66,11 @@ _ANSWERS = {
     # what a student may print about the GPU it found (`torch.cuda.get_device_name(0)`): a recent one
     "torch.cuda.get_device_name": lambda kind, built, device=None: _on_cuda(kind, built, "NVIDIA GPU (simulated)"),
     "torch.cuda.get_device_capability": lambda kind, built, device=None: _on_cuda(kind, built, (9, 0)),
+    "torch.cuda.get_device_properties": lambda kind, built, device=None: _on_cuda(kind, built, _SIMULATED_GPU),
+    "torch.cuda.mem_get_info": lambda kind, built, device=None: _on_cuda(kind, built, (79 * 2**30, 80 * 2**30)),
+    "torch.cuda.memory_allocated": lambda kind, built, device=None: _on_cuda(kind, built, 0),
+    "torch.cuda.memory_reserved": lambda kind, built, device=None: _on_cuda(kind, built, 0),
+    "torch.cuda.synchronize": lambda kind, built, device=None: _on_cuda(kind, built, None),
     "torch.backends.cuda.is_built": lambda kind, built: built == "cuda",
     "torch.backends.mps.is_available": lambda kind, built: kind == "mps",
     "torch.backends.mps.is_built": lambda kind, built: built == "mps",

@@ -236,6 +236,7 @@ def _program(cells, writers, go, timeout, folder):
                 os.close(writer)
                 continue
             before, asked = dict(shell.user_ns), questions()
+            plain = _plain_values(shell.user_ns) if cell["kind"] == "student" else {}
             # the student's cells run on the students' machine; the instructor's, as in the judge, on the grader's
             machine = simulated_machine(STUDENTS_MACHINE) if cell["kind"] == "student" else contextlib.nullcontext()
             signal.alarm(timeout)  # as the kernel's cell timeout interrupts a cell
@@ -251,6 +252,8 @@ def _program(cells, writers, go, timeout, folder):
                 bound.update(changed)
             else:  # run again on another machine (OnEachMachine): it asked about this one, or defines the student's names
                 cell["again"] = questions() != asked or any(callable(value) for value in changed.values())
+                if cell["again"]:  # the plain data it started from, which it may change (`_found["device"] = ...`)
+                    cell["plain"] = plain
         while os.read(go, 1):  # the last caller's parent until the verdict ends
             pass
     finally:
@@ -267,12 +270,16 @@ def _run_cell(shell, loop, source):
                                                  preprocessing_exc_tuple=error))
 
 
+_PROGRAM_FOLDER = [None]  # the program's own folder (_own_folder), its real path: where the student's modules are
+
+
 def _own_folder(folder):
     """`folder`, in the sandbox's bounded /tmp, becomes the program's own: its working folder and every
     temporary file's. Where the kernel has Landlock, the program (and every caller) writes nowhere else, so no
     file a judge wrote can change under it, and signals no process outside the program (autograder/kernel.py)."""
     from .kernel import confine
 
+    _PROGRAM_FOLDER[0] = os.path.realpath(folder)
     for name in ("TMPDIR", "HOME", "IPYTHONDIR", "MPLCONFIGDIR"):
         os.environ[name] = folder
     tempfile.tempdir = folder
@@ -384,38 +391,42 @@ class OnEachMachine(dict):
 def _ran_again(cells, namespace, solutions, recorder, names) -> dict:
     """`namespace` (a copy of the program's) where `cells` ran again, in a new shell, on the machine simulated
     now, with the solutions of the exercises already judged bound as in the caller's own. As on a machine that
-    ran the notebook from the top: the modules the student's cells imported from the notebook's folder (a
-    `%%writefile` module) are imported anew, and the cells run in a thread of their own, outside the caller's
-    running event loop, where a top-level `await` works. The caller's random numbers, PyTorch's settings and
-    default device are as they were (the judge ran none of this), and the boundary knows the new functions and
-    classes of the student's `names` for the student's."""
-    import threading
-
+    ran the notebook from the top: each cell starts from the student's plain data as it was before the program
+    ran it (`_found = {}`, `_DEVICE = None`, where a cell run again on this machine has not set them since),
+    the modules the student's cells imported from the notebook's folder (a `%%writefile` module) are imported
+    anew, and the cells run in an event loop of their own, where a top-level `await` works (the caller's own
+    loop is set aside meanwhile). The caller's random numbers, PyTorch's settings and default device are as
+    they were (the judge ran none of this), and the boundary knows the new functions and classes of the
+    student's `names` for the student's."""
     import torch
     from IPython.core.interactiveshell import InteractiveShell
 
     from . import boundary
 
     settings, device = boundary.torch_settings(), torch.get_default_device()
-    own = {name: module for name, module in sys.modules.items() if _in_folder(module, os.getcwd())}
-    for name in own:
-        del sys.modules[name]
-
-    def run():
-        loop = asyncio.new_event_loop()
-        for cell in cells:
-            _run_cell(shell, loop, cell["source"])
-        loop.close()
-
-    with boundary.random_state_kept(), contextlib.redirect_stdout(io.StringIO()):
-        InteractiveShell.clear_instance()
-        shell = _shell(namespace)
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
-        thread.join()
-    sys.modules.update(own)
-    boundary.take_torch_settings(settings)
-    if torch.get_default_device() != device:  # `torch.set_default_device(DEVICE)` in a cell run again
+    own = {name: module for name, module in sys.modules.items() if _in_folder(module, _PROGRAM_FOLDER[0])}
+    running = asyncio.events._get_running_loop()
+    try:
+        for name in own:
+            del sys.modules[name]
+        asyncio.events._set_running_loop(None)
+        with boundary.random_state_kept(), contextlib.redirect_stdout(io.StringIO()):
+            InteractiveShell.clear_instance()
+            shell, loop, rebound = _shell(namespace), asyncio.new_event_loop(), set()
+            for cell in cells:
+                for name, value in cell.get("plain", {}).items():
+                    if name not in rebound:
+                        shell.user_ns[name] = copy.deepcopy(value)
+                before = dict(shell.user_ns)
+                _run_cell(shell, loop, cell["source"])
+                rebound.update(name for name, value in shell.user_ns.items() if before.get(name, _MISSING) is not value)
+            loop.close()
+    finally:
+        asyncio.events._set_running_loop(running)
+        sys.modules.update(own)
+        boundary.take_torch_settings(settings)
+        # `torch.set_default_device(DEVICE)` in a cell run again: given back without asking (a simulated GPU
+        # as the default device cannot even say so, `get_default_device` makes a tensor there)
         torch.set_default_device(None if device.type == "cpu" else device)
     namespace = shell.user_ns
     _bind_solutions(namespace, solutions)
@@ -425,7 +436,7 @@ def _ran_again(cells, namespace, solutions, recorder, names) -> dict:
 
 def _in_folder(module, folder) -> bool:
     path = getattr(module, "__file__", None)
-    return isinstance(path, str) and os.path.realpath(path).startswith(os.path.realpath(folder) + os.sep)
+    return folder is not None and isinstance(path, str) and os.path.realpath(path).startswith(folder + os.sep)
 
 
 # What a student's cell may bind at the top and a function change later (`_found = {}`, `_DEVICE = None`,
@@ -433,22 +444,23 @@ def _in_folder(module, folder) -> bool:
 # of the notebook would. Plain data only, and not too much of it: a copy cannot hold a tensor or a module.
 _PLAIN = (type(None), bool, int, float, complex, str, bytes, torch.device, torch.dtype)
 _CONTAINERS = (list, tuple, set, frozenset, dict)
-_PLAIN_ITEMS = 10_000
+_PLAIN_ITEMS, _PLAIN_DEPTH = 10_000, 50
 
 
 def _plain_values(namespace) -> dict:
-    """The names of `namespace` bound to plain data (`_PLAIN`, and builtin containers of it), each copied."""
+    """The names of `namespace` bound to plain data (`_PLAIN`, and builtin containers of it, not nested
+    deeper than _PLAIN_DEPTH nor holding more than _PLAIN_ITEMS items), each copied."""
     def items(value):
         return [*value.keys(), *value.values()] if type(value) is dict else list(value)
 
     plain = {}
     for name, value in namespace.items():
-        pending, seen = [value], 0
+        pending, seen = [(value, 0)], 0
         while pending and seen <= _PLAIN_ITEMS:
-            item = pending.pop()
+            item, depth = pending.pop()
             seen += 1
-            if type(item) in _CONTAINERS:
-                pending.extend(items(item))
+            if type(item) in _CONTAINERS and depth < _PLAIN_DEPTH:
+                pending.extend((each, depth + 1) for each in items(item))
             elif type(item) not in _PLAIN:
                 break
         else:

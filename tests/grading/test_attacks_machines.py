@@ -74,12 +74,8 @@ def test_no_hidden_line_reaches_the_diagnostic(entry):
     assert not [line for line in hidden if re.sub(r"\s+", " ", line) in shown]
 
 
-# The smallest failing checks of the second session's open entries, apart from the whole verdict.
+# The smallest checks of the second session's entries, apart from the whole verdict (both held now).
 
-@pytest.mark.xfail(strict=True, reason="issue 41: verdict._plain_values deep-copies plain data without a bound on its "
-                                       "depth: a nested list 600 deep raises RecursionError in every caller, and every "
-                                       "test of the notebook fails (attacks-machines.toml: "
-                                       "a-deeply-nested-list-kills-every-caller-in-plain-values)")
 def test_the_plain_values_of_a_deeply_nested_list_are_taken_without_an_error():
     tree = []
     for _ in range(600):
@@ -87,12 +83,8 @@ def test_the_plain_values_of_a_deeply_nested_list_are_taken_without_an_error():
     assert verdict._plain_values({"tree": tree, "calls": 0})["calls"] == 0  # the tree copied or left out, either
 
 
-@pytest.mark.xfail(strict=True, reason="issue 41: a simulated CUDA GPU answers get_device_name and get_device_capability "
-                                       "only; a setup cell that prints its memory fails when run again there, and the "
-                                       "names it sets after stay the students' machine's (attacks-machines.toml: "
-                                       "a-gpu-report-in-the-setup-cell-*). On a CPU build only: a CUDA build answers")
 @pytest.mark.parametrize("asked", [lambda: torch.cuda.get_device_properties(0).total_memory,
                                    lambda: torch.cuda.mem_get_info()], ids=["get_device_properties", "mem_get_info"])
 def test_a_simulated_cuda_gpu_tells_its_memory(asked):
     with simulated_accelerator("cuda"):
-        asked()
+        assert asked()  # a setup cell that prints the GPU's memory runs on the simulated GPU
