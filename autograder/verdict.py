@@ -398,7 +398,6 @@ def _ran_again(cells, namespace, solutions, recorder, names) -> dict:
     loop is set aside meanwhile). The caller's random numbers, PyTorch's settings and default device are as
     they were (the judge ran none of this), and the boundary knows the new functions and classes of the
     student's `names` for the student's."""
-    import torch
     from IPython.core.interactiveshell import InteractiveShell
 
     from . import boundary
@@ -440,8 +439,9 @@ def _in_folder(module, folder) -> bool:
 
 
 # What a student's cell may bind at the top and a function change later (`_found = {}`, `_DEVICE = None`,
-# `calls = 0`): a copy of each, taken before the test's calls, starts every machine's run again, as a new run
-# of the notebook would. Plain data only, and not too much of it: a copy cannot hold a tensor or a module.
+# `calls = 0`): the program copies it before each student cell, and the caller before the test's calls, so
+# that a cell run again on another machine starts from it as a new run of the notebook would. Plain data only,
+# and not too much of it: a copy cannot hold a tensor or a module.
 _PLAIN = (type(None), bool, int, float, complex, str, bytes, torch.device, torch.dtype)
 _CONTAINERS = (list, tuple, set, frozenset, dict)
 _PLAIN_ITEMS, _PLAIN_DEPTH = 10_000, 50
@@ -521,8 +521,6 @@ def _one_thread():
     the pool's state but not its threads, and its first parallel kernel would wait for them forever. A student
     cell that tried its answer once (one bfloat16 autocast forward, a few training steps) hung every later
     test's caller. One thread runs every kernel in the calling thread, as PyTorch's DataLoader workers do."""
-    import torch
-
     torch.set_num_threads(1)
 
 

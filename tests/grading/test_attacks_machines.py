@@ -14,9 +14,7 @@ from autograder import verdict
 from autograder.simulate import simulated_accelerator
 from course import classroom
 from course.plugins.autograde import DecideGrades, placed, solutions
-# the same submission as the slicing attacks build: one place for how a corpus entry becomes the verdict's cells
-from grading.test_attacks_slicing import source_notebook, verdict_cells
-from support.notebooks import hidden_lines
+from support.notebooks import hidden_lines, source_notebook, verdict_cells
 
 ENTRIES = classroom.corpus("attacks-machines")["attack"]
 RIGHT_ANSWERS = [entry for entry in ENTRIES if entry["kind"] == "right-answer"]

@@ -8,40 +8,13 @@ held must go on holding.
 import functools
 import re
 
-import nbformat
 import pytest
-from nbformat.notebooknode import NotebookNode
-from nbgrader.preprocessors import ClearSolutions
 
 from course import classroom
-from course.plugins.autograde import DecideGrades, placed, solutions, verdict_cell
-from support.notebooks import hidden_lines
+from course.plugins.autograde import DecideGrades, placed, solutions
+from support.notebooks import hidden_lines, source_notebook, verdict_cells
 
 ATTACKS = classroom.corpus("attacks-slicing")["attack"]
-
-
-def source_notebook(assignment):
-    return nbformat.read(classroom.ROOT / "source" / assignment / f"{assignment}.ipynb", as_version=4)
-
-
-def verdict_cells(attack) -> list[dict]:
-    """The verdict's cells of the attack's submission: the source's code cells, each solution cell as the
-    solution (`base = "solution"`) or as released (`"release"`), the attack's `replace` put in, and its
-    `insert` as a cell of its own after the imports."""
-    cells = []
-    for cell in source_notebook(attack["assignment"]).cells:
-        if cell.cell_type != "code":
-            continue
-        made = verdict_cell(cell)
-        if made["kind"] == "student" and attack["base"] == "release":
-            released = NotebookNode(cell_type="code", source=cell.source, metadata={})
-            ClearSolutions()._replace_solution_region(released, "python")
-            made["source"] = released.source
-        made["source"] = attack.get("replace", {}).get(made["grade_id"], made["source"]).strip()
-        cells.append(made)
-        if made["grade_id"] == "imports" and "insert" in attack:  # a cell of the student's, as forgeries.toml's
-            cells.append({"kind": "student", "source": attack["insert"].strip(), "grade_id": None})
-    return cells
 
 
 @functools.cache

@@ -10,10 +10,13 @@ import logging
 import subprocess
 import sys
 import time
+from pathlib import Path
+from uuid import uuid4
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
+from traitlets.config import Config
 
 from course import classroom
 from course.kernels import forkserver
@@ -21,7 +24,7 @@ from course.plugins import autograde
 from course.plugins.autograde import DecideGrades, SafeExecute, VerdictUnavailable
 from support.graders import each_grader_under_one_build
 from support.messages import shows
-from support.notebooks import hidden_lines
+from support.notebooks import hidden_lines, source_notebook, verdict_cells
 
 FORGERIES = classroom.corpus("forgeries")["forgery"]
 ASSIGNMENTS = sorted({f["assignment"] for f in FORGERIES})
@@ -131,11 +134,6 @@ def test_a_value_the_students_cells_computed_is_the_simulated_machines_own(answe
 
 def test_a_verdict_without_the_sandbox_leaves_no_folder_of_the_program_behind():
     """`course grade --no-sandbox`: the program's own folder is in the grader's /tmp, with the student's files."""
-    from pathlib import Path
-    from uuid import uuid4
-
-    from traitlets.config import Config
-
     mine = f"written-by-the-student-{uuid4().hex}"
     records = decided(f"open({mine!r}, 'w').write('mine')\ndef double(x):\n    return 2 * x",
                       config=Config({"Sandbox": {"enabled": False}}))
@@ -147,10 +145,8 @@ def test_a_verdict_without_the_sandbox_leaves_no_folder_of_the_program_behind():
 def test_each_solution_keeps_every_point_in_a_verdict_without_the_sandbox(assignment):
     """`course grade --no-sandbox` starts the verdict as a new process, not from the fork server that has
     PyTorch's modules imported: one imported first inside a simulated machine failed, and a3's solution lost a test."""
-    from traitlets.config import Config
-
-    source = nbformat.read(classroom.ROOT / "source" / assignment / f"{assignment}.ipynb", as_version=4)
-    cells = autograde.placed([autograde.verdict_cell(cell) for cell in source.cells if cell.cell_type == "code"], source)
+    source = source_notebook(assignment)
+    cells = autograde.placed(verdict_cells({"assignment": assignment}), source)
     records = DecideGrades(config=Config({"Sandbox": {"enabled": False}})).verdict(cells, autograde.solutions(source))
     assert {grade_id: record["passed"] for grade_id, record in records.items()} == dict.fromkeys(records, True)
     assert set(records) == set(classroom.max_points(assignment))
@@ -159,12 +155,9 @@ def test_each_solution_keeps_every_point_in_a_verdict_without_the_sandbox(assign
 def test_a_diagnostic_names_the_simulated_machine_the_answer_failed_on():
     """A label may use only the test cell's words: a1's said "pick_device(None)  # … accelerator, cuda …" where
     the answer failed on the CUDA build without a GPU."""
-    source = nbformat.read(classroom.ROOT / "source" / "a1_tensor_to" / "a1_tensor_to.ipynb", as_version=4)
-    cells = [autograde.verdict_cell(cell) for cell in source.cells if cell.cell_type == "code"]
-    for cell in cells:
-        if cell["grade_id"] == "pick_device":  # the corpus's pick_device_trusts_the_build
-            cell["source"] = ("def pick_device(prefer=None):\n    if prefer is not None:\n        return torch.device(prefer)\n"
-                              "    return torch.accelerator.current_accelerator() or torch.device('cpu')")
+    trusts_the_build = next(a for a in classroom.load_corpus("a1_tensor_to") if a.id == "pick_device_trusts_the_build")
+    source = source_notebook("a1_tensor_to")
+    cells = verdict_cells({"assignment": "a1_tensor_to", "replace": {"pick_device": trusts_the_build.code}})
     records = DecideGrades().verdict(autograde.placed(cells, source), autograde.solutions(source))
     assert records["test_pick_device"]["message"].startswith("pick_device(None)  # no accelerator, cuda build: ")
 

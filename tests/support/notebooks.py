@@ -3,7 +3,12 @@ notebook hides from the release. Test helpers, so not in the packages that ship.
 import re
 from pathlib import Path
 
+import nbformat
+from nbformat.notebooknode import NotebookNode
+from nbgrader.preprocessors import ClearSolutions
+
 from course.classroom import ROOT
+from course.plugins.autograde import verdict_cell
 
 
 def student_notebooks(root: Path = ROOT) -> list[Path]:
@@ -25,3 +30,28 @@ def hidden_lines(source, regions=("SOLUTION", "HIDDEN TESTS")) -> set[str]:
             elif stripped:
                 (hidden if inside else visible).add(stripped)
     return hidden - visible
+
+
+def source_notebook(assignment):
+    return nbformat.read(ROOT / "source" / assignment / f"{assignment}.ipynb", as_version=4)
+
+
+def verdict_cells(submission) -> list[dict]:
+    """The verdict's cells of a submission described as the attack corpora do (`assignment`; `base`, each solution
+    cell as the solution, "solution", or as released, "release"; `replace`, a solution cell's code by its grade
+    id; `insert`, a cell of the student's own after the imports): the source's code cells, made as DecideGrades
+    makes them."""
+    cells = []
+    for cell in source_notebook(submission["assignment"]).cells:
+        if cell.cell_type != "code":
+            continue
+        made = verdict_cell(cell)
+        if made["kind"] == "student" and submission.get("base", "solution") == "release":
+            released = NotebookNode(cell_type="code", source=cell.source, metadata={})
+            ClearSolutions()._replace_solution_region(released, "python")
+            made["source"] = released.source
+        made["source"] = submission.get("replace", {}).get(made["grade_id"], made["source"]).strip()
+        cells.append(made)
+        if made["grade_id"] == "imports" and "insert" in submission:  # a cell of the student's, as forgeries.toml's
+            cells.append({"kind": "student", "source": submission["insert"].strip(), "grade_id": None})
+    return cells
