@@ -34,16 +34,19 @@ it is: a failed call's diagnostic is the judge's own, from its own label (`what`
 student's function raised is shown by its type and the words of PyTorch's known errors only (README,
 "Threat model").
 """
+import ast
 import asyncio
 import builtins
 import contextlib
 import copy
 import ctypes
 import functools
+import glob
 import hashlib
 import inspect
 import io
 import json
+import multiprocessing
 import os
 import select
 import shutil
@@ -52,6 +55,7 @@ import struct
 import sys
 import tempfile
 import time
+import types
 
 import torch
 
@@ -87,12 +91,13 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
     go, start = os.pipe()  # the parent → the program: fork the caller of the next test cell
     spared = _processes() if sandboxed else set()  # the sandbox's init, its holder, this process
     from IPython.core import interactiveshell  # noqa: F401: imported once, here, for every program's shell
-    # the program's own folder, removed when the verdict ends: in the sandbox its /tmp is gone anyway, but a
-    # grader without one (`course grade --no-sandbox`) kept every notebook's files in its own /tmp
-    folder = tempfile.mkdtemp(prefix="program-")
+    # the program's own folder, and beside it those where cells run again (_ran_again), removed when the verdict
+    # ends: in the sandbox its /tmp is gone anyway, but a grader without one (`course grade --no-sandbox`) kept
+    # every notebook's files in its own /tmp
+    root = tempfile.mkdtemp(prefix="verdict-")
     program = _fork()
     if program == 0:
-        _program(cells, [writer for _, writer in pipes], go, timeout, folder)  # never returns
+        _program(cells, [writer for _, writer in pipes], go, timeout, root)  # never returns
     spared.add(program)
     os.close(go)
     os.set_blocking(start, False)  # a program that stopped reading holds back only its own callers
@@ -136,6 +141,8 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
                 _kill(program)
             if sandboxed:
                 _end_stragglers(spared)
+            for again in glob.glob(os.path.join(root, "again-*")):  # where this test's caller ran cells again
+                shutil.rmtree(again, ignore_errors=True)
             if result.pop("unsealed", False):  # the test cell calls the student's code where the caller does not
                 _record(grader_fd, {"instructor_error": str(cell["grade_id"]), "key": "verdict_test_cell_unsealed"})
                 break
@@ -143,7 +150,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
             _record(grader_fd, result)
             recorded.add(cell["grade_id"])
     _kill(program)
-    shutil.rmtree(folder, ignore_errors=True)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def _seed(source) -> int:
@@ -196,13 +203,13 @@ def _execute(code, namespace, filename) -> str | None:
     return None
 
 
-def _program(cells, writers, go, timeout, folder):
-    """The notebook as the student's kernel ran it, in this forked process; at each test cell, a caller
-    forked from its state then (see the module docstring). Never returns."""
+def _program(cells, writers, go, timeout, root):
+    """The notebook as the student's kernel ran it, in this forked process, in a folder of its own in `root`;
+    at each test cell, a caller forked from its state then (see the module docstring). Never returns."""
     try:
         os.setpgid(0, 0)  # the parent ends the program and its callers as one group
         _only_descriptors([*writers, go])
-        _own_folder(folder)
+        _own_folder(root)
         from . import integrity
         from .boundary import read_exactly
 
@@ -216,6 +223,7 @@ def _program(cells, writers, go, timeout, folder):
         bound.update(shell.user_ns)
         callers = iter(writers)
         caller = None
+        differ = set()  # the names whose values may differ from machine to machine (_runs_again)
         signal.signal(signal.SIGALRM, _interrupt)
         for index, cell in enumerate(cells):
             if cell["kind"] == "test":
@@ -237,6 +245,7 @@ def _program(cells, writers, go, timeout, folder):
                 continue
             before, asked = dict(shell.user_ns), questions()
             plain = _plain_values(shell.user_ns) if cell["kind"] == "student" else {}
+            files = _files() if cell["kind"] == "student" else None
             # the student's cells run on the students' machine; the instructor's, as in the judge, on the grader's
             machine = simulated_machine(STUDENTS_MACHINE) if cell["kind"] == "student" else contextlib.nullcontext()
             signal.alarm(timeout)  # as the kernel's cell timeout interrupts a cell
@@ -250,10 +259,13 @@ def _program(cells, writers, go, timeout, folder):
             changed = {name: value for name, value in shell.user_ns.items() if before.get(name, _MISSING) is not value}
             if cell["kind"] == "trusted":  # what the instructor's cells bind is not the student's
                 bound.update(changed)
-            else:  # run again on another machine (OnEachMachine): it asked about this one, or defines the student's names
-                cell["again"] = questions() != asked or any(callable(value) for value in changed.values())
-                if cell["again"]:  # the plain data it started from, which it may change (`_found["device"] = ...`)
-                    cell["plain"] = plain
+            elif questions() != asked or any(callable(value) for value in changed.values()):
+                # on another machine (OnEachMachine) this cell is run again, or its functions are bound again
+                # (_runs_again); either starts from the plain data it started from here, which it may change
+                # (`_found["device"] = ...`), and without the files it made (`os.mkdir`)
+                cell["plain"], cell["made"] = plain, _made(files)
+                cell["again"] = _runs_again(shell, cell["source"], changed, questions() != asked, differ)
+                differ.update(changed if cell["again"] is True else cell["again"])
         while os.read(go, 1):  # the last caller's parent until the verdict ends
             pass
     finally:
@@ -273,21 +285,72 @@ def _run_cell(shell, loop, source):
 _PROGRAM_FOLDER = [None]  # the program's own folder (_own_folder), its real path: where the student's modules are
 
 
-def _own_folder(folder):
-    """`folder`, in the sandbox's bounded /tmp, becomes the program's own: its working folder and every
-    temporary file's. Where the kernel has Landlock, the program (and every caller) writes nowhere else, so no
-    file a judge wrote can change under it, and signals no process outside the program (autograder/kernel.py)."""
+def _own_folder(root):
+    """A new folder in `root`, in the sandbox's bounded /tmp, becomes the program's own: its working folder
+    and every temporary file's. Where the kernel has Landlock, the program (and every caller) writes nowhere
+    but in `root` (its own folder, and those where a caller runs cells again), so no file a judge wrote can
+    change under it, and signals no process outside the program (autograder/kernel.py)."""
     from .kernel import confine
 
+    folder = tempfile.mkdtemp(prefix="program-", dir=root)
     _PROGRAM_FOLDER[0] = os.path.realpath(folder)
     for name in ("TMPDIR", "HOME", "IPYTHONDIR", "MPLCONFIGDIR"):
         os.environ[name] = folder
     tempfile.tempdir = folder
     os.chdir(folder)
     try:
-        confine([folder, *filter(os.path.isdir, ["/dev/shm"])])
+        confine([root, *filter(os.path.isdir, ["/dev/shm"])])
     except OSError:  # a kernel that refuses: the deadlines and the sandbox still hold
         pass
+
+
+# The program's files a cell run again starts from (`_files`, `_again_folder`): no more than this many, so
+# that listing them before each student cell costs little, and copying them for each machine too
+_FILES_LIMIT, _FILES_BYTES = 2_000, 64 * 2**20
+
+
+def _files() -> dict | None:
+    """The paths in the program's folder, relative to it, each with its size (0 for a folder); None where
+    there are more than _FILES_LIMIT, or they could not be listed."""
+    found = {}
+    try:
+        for parent, folders, names in os.walk(_PROGRAM_FOLDER[0]):
+            for name in folders + names:
+                path = os.path.join(parent, name)
+                found[os.path.relpath(path, _PROGRAM_FOLDER[0])] = 0 if name in folders else os.lstat(path).st_size
+                if len(found) > _FILES_LIMIT:
+                    return None
+    except OSError:
+        return None
+    return found
+
+
+def _made(before) -> set | None:
+    """The paths a cell made, from `_files()` before it and now; None where either could not be listed."""
+    after = _files()
+    return None if before is None or after is None else set(after) - set(before)
+
+
+def _again_folder(cells) -> str | None:
+    """A new folder beside the program's, with a copy of its files but those that `cells` made when the
+    program ran them: they make them again there (`os.mkdir("checkpoints")` succeeds, as on a new run of
+    the notebook). None where the program's files are too many or too large to copy: the cells run again
+    in the program's own folder."""
+    files, made = _files(), set()
+    for cell in cells:
+        if cell.get("made") is None:
+            return None
+        made |= cell["made"]
+    if files is None or sum(files.values()) > _FILES_BYTES:
+        return None
+    folder = tempfile.mkdtemp(prefix="again-", dir=os.path.dirname(_PROGRAM_FOLDER[0]))
+    ignored = lambda parent, names: [n for n in names  # noqa: E731
+                                     if os.path.relpath(os.path.join(parent, n), _PROGRAM_FOLDER[0]) in made]
+    try:
+        shutil.copytree(_PROGRAM_FOLDER[0], folder, symlinks=True, ignore=ignored, dirs_exist_ok=True)
+    except (OSError, shutil.Error):
+        return None
+    return folder
 
 
 def _interrupt(signum, frame):
@@ -358,8 +421,9 @@ class OnEachMachine(dict):
     """The caller's namespace. Where a test simulates another machine than the students' (STUDENTS_MACHINE,
     which the program ran on; autograder/simulate.py), a name of the student's is what the student's cells
     define on that machine: the first time a name is looked up on it, the cells that asked about the machine
-    when the program ran them, or that define the student's functions and classes, run again there, in order,
-    on a copy of the program's namespace (`define`). So a value the student's cells computed when they ran
+    when the program ran them, or that define the student's functions and classes, are made again there, in
+    order, on a copy of the program's namespace (`define`): run again, or their functions only bound again
+    where nothing else of theirs can differ (_runs_again). So a value the student's cells computed when they ran
     (`DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")`), or a function's cache, is that
     machine's, as on a student's who ran the notebook there, and a cell that only waits or prints is not run
     again. A name those cells do not define there (a cell that failed on it) is the program's. An object the
@@ -392,23 +456,29 @@ def _ran_again(cells, namespace, solutions, recorder, names) -> dict:
     """`namespace` (a copy of the program's) where `cells` ran again, in a new shell, on the machine simulated
     now, with the solutions of the exercises already judged bound as in the caller's own. As on a machine that
     ran the notebook from the top: each cell starts from the student's plain data as it was before the program
-    ran it (`_found = {}`, `_DEVICE = None`, where a cell run again on this machine has not set them since),
-    the modules the student's cells imported from the notebook's folder (a `%%writefile` module) are imported
-    anew, and the cells run in an event loop of their own, where a top-level `await` works (the caller's own
-    loop is set aside meanwhile). The caller's random numbers, PyTorch's settings and default device are as
-    they were (the judge ran none of this), and the boundary knows the new functions and classes of the
-    student's `names` for the student's."""
+    ran it (`_found = {}`, `_DEVICE = None`, where a cell run again on this machine has not set them since), in
+    a folder without the files these cells made (`_again_folder`), in a process whose multiprocessing start
+    method is not set yet; the modules the student's cells imported from the notebook's folder (a `%%writefile`
+    module) are imported anew, and the cells run in an event loop of their own, where a top-level `await` works
+    (the caller's own loop is set aside meanwhile). A cell whose functions are only bound again (_runs_again)
+    is not run. The caller's random numbers, PyTorch's settings and default device are as they were (the judge
+    ran none of this), and the boundary knows the new functions and classes of the student's `names` for the
+    student's."""
     from IPython.core.interactiveshell import InteractiveShell
 
     from . import boundary
 
     settings, device = boundary.torch_settings(), torch.get_default_device()
     own = {name: module for name, module in sys.modules.items() if _in_folder(module, _PROGRAM_FOLDER[0])}
-    running = asyncio.events._get_running_loop()
+    running, start_method = asyncio.events._get_running_loop(), multiprocessing.get_start_method(allow_none=True)
+    folder, here = _again_folder([cell for cell in cells if cell["again"] is True]), os.open(".", os.O_RDONLY)
     try:
         for name in own:
             del sys.modules[name]
         asyncio.events._set_running_loop(None)
+        multiprocessing.context._default_context._actual_context = None  # `set_start_method("spawn")` works once more
+        if folder is not None:
+            os.chdir(folder)
         with boundary.random_state_kept(), contextlib.redirect_stdout(io.StringIO()):
             InteractiveShell.clear_instance()
             shell, loop, rebound = _shell(namespace), asyncio.new_event_loop(), set()
@@ -417,10 +487,18 @@ def _ran_again(cells, namespace, solutions, recorder, names) -> dict:
                     if name not in rebound:
                         shell.user_ns[name] = copy.deepcopy(value)
                 before = dict(shell.user_ns)
-                _run_cell(shell, loop, cell["source"])
+                if cell["again"] is True:
+                    _run_cell(shell, loop, cell["source"])
+                else:
+                    shell.user_ns.update((name, _with_globals(state, shell.user_ns)) for name, state in cell["again"].items())
                 rebound.update(name for name, value in shell.user_ns.items() if before.get(name, _MISSING) is not value)
             loop.close()
     finally:
+        os.fchdir(here)  # the caller's own working folder, which a cell of the program's may have changed
+        os.close(here)
+        multiprocessing.context._default_context._actual_context = None
+        if start_method is not None:
+            multiprocessing.set_start_method(start_method, force=True)
         asyncio.events._set_running_loop(running)
         sys.modules.update(own)
         boundary.take_torch_settings(settings)
@@ -431,6 +509,93 @@ def _ran_again(cells, namespace, solutions, recorder, names) -> dict:
     _bind_solutions(namespace, solutions)
     recorder.students.update(id(namespace[name]) for name in names if name in namespace)
     return namespace
+
+
+# What a cell may mention and still not run again on another machine: a name that reaches any of the notebook's
+# (`globals()["DEVICE"]`, `%run`, a function's `__globals__`) means it runs again wherever it would have
+_REFLECTIVE = frozenset({"globals", "vars", "locals", "eval", "exec", "get_ipython", "sys", "inspect", "importlib",
+                         "__import__", "builtins", "__builtins__", "__main__", "__globals__", "__dict__", "f_globals",
+                         "_getframe"})
+
+
+def _runs_again(shell, source, changed, asked, differ) -> bool | dict:
+    """How a student's cell that asked about the machine (`asked`) or bound callables (`changed`) is made on
+    another machine (OnEachMachine): True, it runs again there; or, for one that asked nothing, mentions no
+    name whose value may differ from machine to machine (`differ`: what the cells run again or bound again
+    before it bind) and binds no class nor anything else that holds code of the notebook, {name: state} of
+    the plain functions it binds (`_function_state`), bound again there with that machine's names as their
+    globals. What else it bound is the program's: what it ran read nothing a machine changes. So a cell that
+    trains for a minute and defines its training loop runs once, not once per machine."""
+    if asked:
+        return True
+    try:
+        tree = ast.parse(shell.transform_cell(source))
+    except (SyntaxError, ValueError, TypeError):
+        return True
+    mentioned = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            mentioned.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            mentioned.add(node.attr)
+        elif isinstance(node, ast.alias):
+            mentioned.add((node.asname or node.name).partition(".")[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            mentioned.update(node.names)
+    if mentioned & (differ | _REFLECTIVE):
+        return True
+    functions = {}
+    for name, value in changed.items():
+        state = _function_state(value, shell.user_ns)
+        if state is not None:
+            functions[name] = state
+        elif not _inert(value):
+            return True
+    return functions
+
+
+def _function_state(function, namespace) -> tuple | None:
+    """A function the notebook defined (its globals are `namespace`), undecorated and without a closure, with
+    a copy of its default values and attributes, which must be plain data: as they were when its cell ran,
+    before a call filled a cache among them (`def pick_device(prefer=None, _memo={})`). None for any other."""
+    if not (type(function) is types.FunctionType and function.__globals__ is namespace
+            and function.__closure__ is None and not hasattr(function, "__wrapped__")):
+        return None
+    state = (function.__defaults__, function.__kwdefaults__, function.__dict__)
+    return (function, copy.deepcopy(state)) if _plain(state) else None
+
+
+def _with_globals(state, namespace):
+    """The function of `_function_state`, made again with `namespace` as its globals."""
+    function, (defaults, kwdefaults, attributes) = state
+    made = types.FunctionType(function.__code__, namespace, function.__name__, copy.deepcopy(defaults))
+    made.__kwdefaults__, made.__qualname__ = copy.deepcopy(kwdefaults), function.__qualname__
+    made.__doc__, made.__module__, made.__annotations__ = function.__doc__, function.__module__, function.__annotations__
+    made.__dict__.update(copy.deepcopy(attributes))
+    return made
+
+
+def _inert(value) -> bool:
+    """A value that holds no code of the notebook's, so that no machine changes it once made: plain data, a
+    module (its import asked nothing, or the cell would run again), a function or class a module other than
+    the notebook's holds under its own name, an object of PyTorch's or NumPy's (a module of PyTorch's classes
+    only, without hooks nor a `forward` of its own)."""
+    if _plain(value) or isinstance(value, types.ModuleType):
+        return True
+    owner = sys.modules.get(getattr(value, "__module__", None) or "")
+    if (inspect.isroutine(value) or isinstance(value, type)) and owner is not None:
+        return (owner.__name__ != "__main__" and not _in_folder(owner, _PROGRAM_FOLDER[0])
+                and getattr(owner, getattr(value, "__name__", ""), None) is value)
+    if (type(value).__module__ or "").partition(".")[0] not in ("torch", "numpy"):
+        return False
+    if isinstance(value, torch.nn.Module):
+        return all(type(module).__module__.startswith("torch.") and "forward" not in vars(module)
+                   and not any(getattr(module, hooks, None) for hooks in _HOOKS) for module in value.modules())
+    return not callable(value)
+
+
+# what makes running a module run code of the notebook's, besides a class of the notebook's
+_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 
 
 def _in_folder(module, folder) -> bool:
@@ -448,25 +613,24 @@ _PLAIN_ITEMS, _PLAIN_DEPTH = 10_000, 50
 
 
 def _plain_values(namespace) -> dict:
-    """The names of `namespace` bound to plain data (`_PLAIN`, and builtin containers of it, not nested
-    deeper than _PLAIN_DEPTH nor holding more than _PLAIN_ITEMS items), each copied."""
-    def items(value):
-        return [*value.keys(), *value.values()] if type(value) is dict else list(value)
+    """The names of `namespace` bound to plain data (`_plain`), each copied."""
+    return {name: copy.deepcopy(value) for name, value in namespace.items() if _plain(value)}
 
-    plain = {}
-    for name, value in namespace.items():
-        pending, seen = [(value, 0)], 0
-        while pending and seen <= _PLAIN_ITEMS:
-            item, depth = pending.pop()
-            seen += 1
-            if type(item) in _CONTAINERS and depth < _PLAIN_DEPTH:
-                pending.extend((each, depth + 1) for each in items(item))
-            elif type(item) not in _PLAIN:
-                break
-        else:
-            if seen <= _PLAIN_ITEMS:
-                plain[name] = copy.deepcopy(value)
-    return plain
+
+def _plain(value) -> bool:
+    """`_PLAIN`, and builtin containers of it, not nested deeper than _PLAIN_DEPTH nor holding more than
+    _PLAIN_ITEMS items."""
+    pending, seen = [(value, 0)], 0
+    while pending:
+        item, depth = pending.pop()
+        seen += 1
+        if seen > _PLAIN_ITEMS:
+            return False
+        if type(item) in _CONTAINERS and depth < _PLAIN_DEPTH:
+            pending.extend((each, depth + 1) for each in ([*item.keys(), *item.values()] if type(item) is dict else item))
+        elif type(item) not in _PLAIN:
+            return False
+    return True
 
 
 def _bind_solutions(namespace, solutions) -> list[str]:

@@ -133,12 +133,14 @@ def test_a_value_the_students_cells_computed_is_the_simulated_machines_own(answe
 
 
 def test_a_verdict_without_the_sandbox_leaves_no_folder_of_the_program_behind():
-    """`course grade --no-sandbox`: the program's own folder is in the grader's /tmp, with the student's files."""
+    """`course grade --no-sandbox`: the program's own folder is in the grader's /tmp, with the student's files
+    (and those where its cells ran again on other machines, beside it)."""
     mine = f"written-by-the-student-{uuid4().hex}"
-    records = decided(f"open({mine!r}, 'w').write('mine')\ndef double(x):\n    return 2 * x",
-                      config=Config({"Sandbox": {"enabled": False}}))
+    answer = [f"open({mine!r}, 'w').write('mine')", "ON_GPU = torch.cuda.is_available()\ndef device(x):\n"
+              "    return torch.device('cuda' if ON_GPU else 'mps' if torch.backends.mps.is_available() else 'cpu')"]
+    records = decided(answer, test=ON_EACH_MACHINE, config=Config({"Sandbox": {"enabled": False}}))
     assert records["double0"]["passed"] is True
-    assert list(Path("/tmp").glob(f"program-*/{mine}")) == []
+    assert list(Path("/tmp").glob(f"verdict-*/*/{mine}")) == []
 
 
 @pytest.mark.parametrize("assignment", sorted(path.name for path in (classroom.ROOT / "source").iterdir() if path.is_dir()))
@@ -164,7 +166,8 @@ def test_a_diagnostic_names_the_simulated_machine_the_answer_failed_on():
 
 def test_a_cell_that_neither_asks_about_the_machine_nor_defines_a_function_is_not_run_again():
     """A slow cell that only waits (a training run, say) costs its time once, not once per machine: the cells
-    run again are those that asked about the machine or define the student's functions and classes."""
+    made again are those that asked about the machine or define the student's functions and classes (and one
+    that also defines its training loop is only bound again: attacks-machines.toml's training cell)."""
     answer = ["import time\ntime.sleep(3)", "def device(x):\n    return torch.device('cuda' if torch.cuda.is_available() "
               "else 'mps' if torch.backends.mps.is_available() else 'cpu')"]
     started = time.monotonic()
