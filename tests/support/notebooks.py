@@ -53,5 +53,7 @@ def verdict_cells(submission) -> list[dict]:
         made["source"] = submission.get("replace", {}).get(made["grade_id"], made["source"]).strip()
         cells.append(made)
         if made["grade_id"] == "imports" and "insert" in submission:  # a cell of the student's, as forgeries.toml's
-            cells.append({"kind": "student", "source": submission["insert"].strip(), "grade_id": None})
+            inserted = submission["insert"]  # or a list of them, in order
+            for source in [inserted] if isinstance(inserted, str) else inserted:
+                cells.append({"kind": "student", "source": source.strip(), "grade_id": None})
     return cells
