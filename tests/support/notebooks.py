@@ -39,8 +39,8 @@ def source_notebook(assignment):
 def verdict_cells(submission) -> list[dict]:
     """The verdict's cells of a submission described as the attack corpora do (`assignment`; `base`, each solution
     cell as the solution, "solution", or as released, "release"; `replace`, a solution cell's code by its grade
-    id; `insert`, a cell of the student's own after the imports, or a list of them): the source's code cells, made as DecideGrades
-    makes them."""
+    id; `insert`, a cell of the student's own after the imports, or a list of them): the source's code cells, made
+    as DecideGrades makes them."""
     cells = []
     for cell in source_notebook(submission["assignment"]).cells:
         if cell.cell_type != "code":
