@@ -55,7 +55,6 @@ import struct
 import sys
 import tempfile
 import time
-import types
 
 import torch
 
@@ -223,7 +222,7 @@ def _program(cells, writers, go, timeout, root):
         bound.update(shell.user_ns)
         callers = iter(writers)
         caller = None
-        differ = set()  # the names whose values may differ from machine to machine (_runs_again)
+        differ = set()  # what the cells run again on another machine bind there: its own values
         signal.signal(signal.SIGALRM, _interrupt)
         for index, cell in enumerate(cells):
             if cell["kind"] == "test":
@@ -259,17 +258,51 @@ def _program(cells, writers, go, timeout, root):
             changed = {name: value for name, value in shell.user_ns.items() if before.get(name, _MISSING) is not value}
             if cell["kind"] == "trusted":  # what the instructor's cells bind is not the student's
                 bound.update(changed)
-            elif questions() != asked or any(callable(value) for value in changed.values()):
-                # on another machine (OnEachMachine) this cell is run again, or its functions are bound again
-                # (_runs_again); either starts from the plain data it started from here, which it may change
-                # (`_found["device"] = ...`), and without the files it made (`os.mkdir`)
-                cell["plain"], cell["made"] = plain, _made(files)
-                cell["again"] = _runs_again(shell, cell["source"], changed, questions() != asked, differ)
-                differ.update(changed if cell["again"] is True else cell["again"])
+            else:
+                mentioned, assigned = _names(shell, cell["source"])
+                # run again on another machine (OnEachMachine): it asked about this one, defines the student's
+                # names, or reads what a cell run again there binds (`DEVICE = torch.device(DEVICE_NAME)`); from the
+                # plain data it started from here, which it may change (`_found["device"] = ...`), and without the
+                # files it made (`os.mkdir`)
+                if questions() != asked or any(callable(value) for value in changed.values()) or mentioned & differ:
+                    cell["again"], cell["plain"], cell["made"] = True, plain, _made(files)
+                    differ.update(changed, assigned)
         while os.read(go, 1):  # the last caller's parent until the verdict ends
             pass
     finally:
         os._exit(0)
+
+
+def _names(shell, source) -> tuple[set, set]:
+    """The names a cell mentions anywhere (a module's too, in `from devices import DEVICE`), and those it
+    assigns at the top or declares `global`: what it binds, whether or not the value is new on this machine
+    (`device_name = "cpu"` again binds the very same string)."""
+    try:
+        tree = ast.parse(shell.transform_cell(source))
+    except (SyntaxError, ValueError, TypeError):
+        return set(), set()
+    mentioned, assigned = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            mentioned.add(node.id)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            mentioned.add(node.module.partition(".")[0])
+        elif isinstance(node, ast.Global):
+            assigned.update(node.names)
+    pending = list(tree.body)
+    while pending:  # the top level, and the blocks of its if, for, with, try and match statements
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            assigned.add(node.name)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            assigned.update((alias.asname or alias.name).partition(".")[0] for alias in node.names)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+                assigned.add(child.id)
+            elif isinstance(child, (ast.stmt, ast.expr, ast.excepthandler, ast.withitem, ast.match_case)):
+                pending.append(child)
+    return mentioned, assigned
 
 
 def _run_cell(shell, loop, source):
@@ -421,10 +454,9 @@ class OnEachMachine(dict):
     """The caller's namespace. Where a test simulates another machine than the students' (STUDENTS_MACHINE,
     which the program ran on; autograder/simulate.py), a name of the student's is what the student's cells
     define on that machine: the first time a name is looked up on it, the cells that asked about the machine
-    when the program ran them, or that define the student's functions and classes, are made again there, in
-    order, on a copy of the program's namespace (`define`): run again, or their functions only bound again
-    where nothing else of theirs can differ (_runs_again). So a value the student's cells computed when they ran
-    (`DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")`), or a function's cache, is that
+    when the program ran them, or that define the student's functions and classes, run again there, in order,
+    on a copy of the program's namespace and in a copy of its folder (`define`), where the test's calls on that
+    machine then work. So a value the student's cells computed when they ran (`DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")`), or a function's cache, is that
     machine's, as on a student's who ran the notebook there, and a cell that only waits or prints is not run
     again. A name those cells do not define there (a cell that failed on it) is the program's. An object the
     test made before, of a class the student defined, stays of the program's class. Only the test's own
@@ -434,25 +466,35 @@ class OnEachMachine(dict):
         super().__init__(namespace)
         self.names, self.define, self.machines = set(names), define, {}
         self.outside = simulations()
+        self.home = os.open(".", os.O_RDONLY)  # the caller's working folder: the students' machine's
+        self.working = _STUDENTS_MACHINE  # the machine whose folder the caller works in now
 
     def __setitem__(self, name, value):  # bound by the test cell (its `model`, its loop's `rank`): the test's own
         self.names.discard(name)
         super().__setitem__(name, value)
 
     def __getitem__(self, name):
+        if name not in self.names:
+            return super().__getitem__(name)
         machine = simulated_now(inside=self.outside)
-        if name in self.names and machine not in (None, _STUDENTS_MACHINE):
-            if machine not in self.machines:
-                try:
-                    self.machines[machine] = self.define()
-                except Exception:  # noqa: BLE001: no new shell here; the program's names, as before
-                    self.machines[machine] = {}
-            if name in self.machines[machine]:
-                return self.machines[machine][name]
-        return super().__getitem__(name)
+        if machine is None:
+            machine = _STUDENTS_MACHINE
+        if machine != _STUDENTS_MACHINE and machine not in self.machines:
+            try:
+                self.machines[machine] = self.define()
+            except Exception:  # noqa: BLE001: no new shell here; the program's names, as before
+                self.machines[machine] = ({}, None)
+        defined, folder = self.machines.get(machine, ({}, None))
+        if machine != self.working:  # a file a cell run again wrote is that machine's (a setup cell's settings)
+            if folder is None:
+                os.fchdir(self.home)
+            else:
+                os.chdir(folder)
+            self.working = machine
+        return defined[name] if name in defined else super().__getitem__(name)
 
 
-def _ran_again(cells, namespace, solutions, recorder, names) -> dict:
+def _ran_again(cells, namespace, solutions, recorder, names) -> tuple[dict, str | None]:
     """`namespace` (a copy of the program's) where `cells` ran again, in a new shell, on the machine simulated
     now, with the solutions of the exercises already judged bound as in the caller's own. As on a machine that
     ran the notebook from the top: each cell starts from the student's plain data as it was before the program
@@ -460,10 +502,10 @@ def _ran_again(cells, namespace, solutions, recorder, names) -> dict:
     a folder without the files these cells made (`_again_folder`), in a process whose multiprocessing start
     method is not set yet; the modules the student's cells imported from the notebook's folder (a `%%writefile`
     module) are imported anew, and the cells run in an event loop of their own, where a top-level `await` works
-    (the caller's own loop is set aside meanwhile). A cell whose functions are only bound again (_runs_again)
-    is not run. The caller's random numbers, PyTorch's settings and default device are as they were (the judge
-    ran none of this), and the boundary knows the new functions and classes of the student's `names` for the
-    student's."""
+    (the caller's own loop is set aside meanwhile). The caller's random numbers, PyTorch's settings and default
+    device are as they were (the judge ran none of this), and the boundary knows the new functions and classes
+    of the student's `names` for the student's. Also the folder they ran in (None: the program's own), where
+    the test's calls on that machine run (OnEachMachine), as they would after that machine's run."""
     from IPython.core.interactiveshell import InteractiveShell
 
     from . import boundary
@@ -471,7 +513,7 @@ def _ran_again(cells, namespace, solutions, recorder, names) -> dict:
     settings, device = boundary.torch_settings(), torch.get_default_device()
     own = {name: module for name, module in sys.modules.items() if _in_folder(module, _PROGRAM_FOLDER[0])}
     running, start_method = asyncio.events._get_running_loop(), multiprocessing.get_start_method(allow_none=True)
-    folder, here = _again_folder([cell for cell in cells if cell["again"] is True]), os.open(".", os.O_RDONLY)
+    folder, here = _again_folder(cells), os.open(".", os.O_RDONLY)
     try:
         for name in own:
             del sys.modules[name]
@@ -487,11 +529,11 @@ def _ran_again(cells, namespace, solutions, recorder, names) -> dict:
                     if name not in rebound:
                         shell.user_ns[name] = copy.deepcopy(value)
                 before = dict(shell.user_ns)
-                if cell["again"] is True:
-                    _run_cell(shell, loop, cell["source"])
-                else:
-                    shell.user_ns.update((name, _with_globals(state, shell.user_ns)) for name, state in cell["again"].items())
+                _run_cell(shell, loop, cell["source"])
                 rebound.update(name for name, value in shell.user_ns.items() if before.get(name, _MISSING) is not value)
+                # and what it changed in place (`config["device"] = ...`): a later cell does not take it back
+                rebound.update(name for name, value in cell.get("plain", {}).items()
+                               if shell.user_ns.get(name, _MISSING) != value)
             loop.close()
     finally:
         os.fchdir(here)  # the caller's own working folder, which a cell of the program's may have changed
@@ -508,94 +550,7 @@ def _ran_again(cells, namespace, solutions, recorder, names) -> dict:
     namespace = shell.user_ns
     _bind_solutions(namespace, solutions)
     recorder.students.update(id(namespace[name]) for name in names if name in namespace)
-    return namespace
-
-
-# What a cell may mention and still not run again on another machine: a name that reaches any of the notebook's
-# (`globals()["DEVICE"]`, `%run`, a function's `__globals__`) means it runs again wherever it would have
-_REFLECTIVE = frozenset({"globals", "vars", "locals", "eval", "exec", "get_ipython", "sys", "inspect", "importlib",
-                         "__import__", "builtins", "__builtins__", "__main__", "__globals__", "__dict__", "f_globals",
-                         "_getframe"})
-
-
-def _runs_again(shell, source, changed, asked, differ) -> bool | dict:
-    """How a student's cell that asked about the machine (`asked`) or bound callables (`changed`) is made on
-    another machine (OnEachMachine): True, it runs again there; or, for one that asked nothing, mentions no
-    name whose value may differ from machine to machine (`differ`: what the cells run again or bound again
-    before it bind) and binds no class nor anything else that holds code of the notebook, {name: state} of
-    the plain functions it binds (`_function_state`), bound again there with that machine's names as their
-    globals. What else it bound is the program's: what it ran read nothing a machine changes. So a cell that
-    trains for a minute and defines its training loop runs once, not once per machine."""
-    if asked:
-        return True
-    try:
-        tree = ast.parse(shell.transform_cell(source))
-    except (SyntaxError, ValueError, TypeError):
-        return True
-    mentioned = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            mentioned.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            mentioned.add(node.attr)
-        elif isinstance(node, ast.alias):
-            mentioned.add((node.asname or node.name).partition(".")[0])
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            mentioned.update(node.names)
-    if mentioned & (differ | _REFLECTIVE):
-        return True
-    functions = {}
-    for name, value in changed.items():
-        state = _function_state(value, shell.user_ns)
-        if state is not None:
-            functions[name] = state
-        elif not _inert(value):
-            return True
-    return functions
-
-
-def _function_state(function, namespace) -> tuple | None:
-    """A function the notebook defined (its globals are `namespace`), undecorated and without a closure, with
-    a copy of its default values and attributes, which must be plain data: as they were when its cell ran,
-    before a call filled a cache among them (`def pick_device(prefer=None, _memo={})`). None for any other."""
-    if not (type(function) is types.FunctionType and function.__globals__ is namespace
-            and function.__closure__ is None and not hasattr(function, "__wrapped__")):
-        return None
-    state = (function.__defaults__, function.__kwdefaults__, function.__dict__)
-    return (function, copy.deepcopy(state)) if _plain(state) else None
-
-
-def _with_globals(state, namespace):
-    """The function of `_function_state`, made again with `namespace` as its globals."""
-    function, (defaults, kwdefaults, attributes) = state
-    made = types.FunctionType(function.__code__, namespace, function.__name__, copy.deepcopy(defaults))
-    made.__kwdefaults__, made.__qualname__ = copy.deepcopy(kwdefaults), function.__qualname__
-    made.__doc__, made.__module__, made.__annotations__ = function.__doc__, function.__module__, function.__annotations__
-    made.__dict__.update(copy.deepcopy(attributes))
-    return made
-
-
-def _inert(value) -> bool:
-    """A value that holds no code of the notebook's, so that no machine changes it once made: plain data, a
-    module (its import asked nothing, or the cell would run again), a function or class a module other than
-    the notebook's holds under its own name, an object of PyTorch's or NumPy's (a module of PyTorch's classes
-    only, without hooks nor a `forward` of its own)."""
-    if _plain(value) or isinstance(value, types.ModuleType):
-        return True
-    owner = sys.modules.get(getattr(value, "__module__", None) or "")
-    if (inspect.isroutine(value) or isinstance(value, type)) and owner is not None:
-        return (owner.__name__ != "__main__" and not _in_folder(owner, _PROGRAM_FOLDER[0])
-                and getattr(owner, getattr(value, "__name__", ""), None) is value)
-    if (type(value).__module__ or "").partition(".")[0] not in ("torch", "numpy"):
-        return False
-    if isinstance(value, torch.nn.Module):
-        return all(type(module).__module__.startswith("torch.") and "forward" not in vars(module)
-                   and not any(getattr(module, hooks, None) for hooks in _HOOKS) for module in value.modules())
-    return not callable(value)
-
-
-# what makes running a module run code of the notebook's, besides a class of the notebook's
-_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+    return namespace, folder
 
 
 def _in_folder(module, folder) -> bool:

@@ -166,8 +166,8 @@ def test_a_diagnostic_names_the_simulated_machine_the_answer_failed_on():
 
 def test_a_cell_that_neither_asks_about_the_machine_nor_defines_a_function_is_not_run_again():
     """A slow cell that only waits (a training run, say) costs its time once, not once per machine: the cells
-    made again are those that asked about the machine or define the student's functions and classes (and one
-    that also defines its training loop is only bound again: attacks-machines.toml's training cell)."""
+    run again are those that asked about the machine, define the student's functions and classes, or mention
+    what such a cell binds."""
     answer = ["import time\ntime.sleep(3)", "def device(x):\n    return torch.device('cuda' if torch.cuda.is_available() "
               "else 'mps' if torch.backends.mps.is_available() else 'cpu')"]
     started = time.monotonic()

@@ -302,71 +302,6 @@ def test_the_instructors_own_callables_and_python_dunders_are_never_stubbed():
 
 # ------------------------------------------------------------------ how a cell is made on another machine
 
-@pytest.fixture
-def shell():
-    """A new shell, as the program's: the IPython shell is one per process."""
-    from IPython.core.interactiveshell import InteractiveShell
-
-    InteractiveShell.clear_instance()
-    yield verdict._shell()
-    InteractiveShell.clear_instance()
-
-
-def made_on_another_machine(shell, *sources):
-    """What the program decides for each student cell (verdict._runs_again), run in order in one shell on the
-    students' machine: True (it runs again) or the names of the functions bound again; None for a cell that
-    is neither."""
-    from autograder.simulate import questions, simulated_machine
-
-    differ, decided = set(), []
-    for source in sources:
-        before, asked = dict(shell.user_ns), questions()
-        with simulated_machine(verdict.STUDENTS_MACHINE):
-            shell.run_cell(source)
-        changed = {k: v for k, v in shell.user_ns.items() if before.get(k, verdict._MISSING) is not v}
-        if questions() == asked and not any(callable(value) for value in changed.values()):
-            decided.append(None)
-            continue
-        again = verdict._runs_again(shell, source, changed, questions() != asked, differ)
-        differ.update(changed if again is True else again)
-        decided.append(True if again is True else sorted(again))
-    return decided
-
-
-DEVICE_CELL = "import torch\nDEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')"
-
-
-@pytest.mark.parametrize("cells, decided", [
-    ((DEVICE_CELL,), [True]),  # it asked about the machine
-    (("import torch", "def pick():\n    return torch.ones(1).device"), [None, ["pick"]]),
-    ((DEVICE_CELL, "def pick():\n    return DEVICE"), [True, True]),  # it mentions a value that differs
-    ((DEVICE_CELL, "def pick(device=DEVICE):\n    return device"), [True, True]),  # read when it is defined
-    (("def pick():\n    return 1", "import functools\nfirst = functools.partial(pick)"), [["pick"], True]),
-    (("class Net:\n    pass",), [True]),  # a class: its methods' globals are the program's
-    (("import functools\n@functools.cache\ndef pick():\n    return 1",), [True]),
-    (("def pick():\n    return 1\nPICKERS = {'auto': pick}",), [True]),  # a function held in data
-    (("def pick():\n    return globals()['DEVICE']",), [True]),
-    (("import torch\nfrom torch import nn\nmodel = nn.Sequential(nn.Linear(2, 2))\nlosses = [0.5]\n"
-      "def train(model):\n    return model",), [["train"]]),  # a training cell: its model is PyTorch's alone
-    (("import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\nmodel.register_forward_hook(lambda *a: None)",),
-     [True]),
-], ids=["asks", "plain-def", "reads-a-machine-value-when-called", "reads-it-when-defined", "partial-of-a-rebound-function",
-        "class", "decorated", "function-in-a-dict", "reflective", "training-cell", "module-with-a-hook"])
-def test_a_cell_runs_again_on_another_machine_unless_only_its_functions_need_that_machines_names(shell, cells, decided):
-    assert made_on_another_machine(shell, *cells) == decided
-
-
-def test_a_function_bound_again_has_the_machines_names_and_its_defaults_as_its_cell_left_them(shell):
-    shell.run_cell("def pick(prefer=None, _memo={}):\n    _memo.setdefault('device', DEVICE)\n    return _memo['device']")
-    state = verdict._function_state(shell.user_ns["pick"], shell.user_ns)
-    shell.user_ns["DEVICE"] = "cpu"
-    assert shell.user_ns["pick"]() == "cpu"  # a 'try it' call fills the memo on the students' machine
-    machine = {**shell.user_ns, "DEVICE": "cuda"}
-    again = verdict._with_globals(state, machine)
-    assert again() == "cuda" and again.__globals__ is machine and again.__name__ == "pick"
-    assert verdict._function_state(shell.user_ns["pick"], {}) is None  # not the notebook's: its globals differ
-
-
 def test_cells_run_again_in_a_folder_without_the_files_they_made(tmp_path, monkeypatch):
     program = tmp_path / "program-x"
     program.mkdir()
@@ -380,3 +315,21 @@ def test_cells_run_again_in_a_folder_without_the_files_they_made(tmp_path, monke
     folder = verdict._again_folder([{"again": True, "made": made}])
     assert sorted(os.listdir(folder)) == ["data.txt"] and os.path.dirname(folder) == str(tmp_path)
     assert verdict._again_folder([{"again": True, "made": None}]) is None  # unknown: the program's own folder
+
+
+@pytest.mark.parametrize("source, mentioned, assigned", [
+    ("from devices import DEVICE", {"devices"}, {"DEVICE"}),  # the module too: a cell run again imports it anew
+    ("device_name = 'cpu'", {"device_name"}, {"device_name"}),  # bound, though the very same string as before
+    ("if ON_GPU:\n    name = 'cuda'\nelse:\n    name = 'cpu'", {"ON_GPU", "name"}, {"name"}),
+    ("with open('f') as file:\n    text = file.read()", {"open", "file", "text"}, {"file", "text"}),
+    ("def pick():\n    global _DEVICE\n    local = DEVICE\n    return local", {"DEVICE", "local"},
+     {"pick", "_DEVICE"}),  # a function's own names are not the notebook's; a global it sets is
+    ("%time x = 1", {"get_ipython"}, set()),  # a magic: IPython's transformed code
+], ids=["from-import", "same-string", "branches", "with", "function", "magic"])
+def test_the_names_a_cell_mentions_and_assigns(source, mentioned, assigned):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    InteractiveShell.clear_instance()
+    found = verdict._names(verdict._shell(), source)
+    InteractiveShell.clear_instance()
+    assert found == (mentioned, assigned)
