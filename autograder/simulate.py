@@ -6,6 +6,7 @@ accelerator (`torch.accelerator.current_accelerator()`) while CUDA is not availa
 is simulated: no tensor is ever created on the pretended device.
 """
 import importlib
+import types
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -113,6 +114,20 @@ def _replacement(target, answer):
 _REPLACEMENTS = {target: _replacement(target, answer) for target, answer in _ANSWERS.items()}
 # the real one (functools.lru_cache: what it answered before is not the machine's)
 _MPS_IS_AVAILABLE = torch.backends.mps.is_available
+
+
+class _AskedVersion(types.ModuleType):
+    """`torch.version`, whose `cuda` a simulation sets: reading it asks about the machine, as calling
+    `torch.backends.cuda.is_built()` does (`CUDA_BUILD = torch.version.cuda is not None` in a cell of its own
+    makes that cell the machine's: `questions`)."""
+
+    def __getattribute__(self, name):
+        if name == "cuda" and _SIMULATED:
+            _QUESTIONS[0] += 1
+        return super().__getattribute__(name)
+
+
+torch.version.__class__ = _AskedVersion
 
 
 @contextmanager

@@ -55,6 +55,7 @@ import struct
 import sys
 import tempfile
 import time
+import types
 
 import torch
 
@@ -222,7 +223,6 @@ def _program(cells, writers, go, timeout, root):
         bound.update(shell.user_ns)
         callers = iter(writers)
         caller = None
-        differ = set()  # what the cells run again on another machine bind there: its own values
         signal.signal(signal.SIGALRM, _interrupt)
         for index, cell in enumerate(cells):
             if cell["kind"] == "test":
@@ -258,30 +258,54 @@ def _program(cells, writers, go, timeout, root):
             changed = {name: value for name, value in shell.user_ns.items() if before.get(name, _MISSING) is not value}
             if cell["kind"] == "trusted":  # what the instructor's cells bind is not the student's
                 bound.update(changed)
-            else:
+            else:  # what OnEachMachine needs to make this cell again on another machine (_mark_again)
                 mentioned, assigned = _names(shell, cell["source"])
-                # run again on another machine (OnEachMachine): it asked about this one, defines the student's
-                # names, or reads what a cell run again there binds (`DEVICE = torch.device(DEVICE_NAME)`); from the
-                # plain data it started from here, which it may change (`_found["device"] = ...`), and without the
-                # files it made (`os.mkdir`)
-                if questions() != asked or any(callable(value) for value in changed.values()) or mentioned & differ:
-                    cell["again"], cell["plain"], cell["made"] = True, plain, _made(files)
-                    differ.update(changed, assigned)
+                cell.update(plain=plain, made=_made(files), mentioned=mentioned, bound=assigned | set(changed),
+                            again=questions() != asked or any(callable(value) for value in changed.values()))
+                _mark_again([each for each in cells[:index + 1] if each["kind"] == "student"], shell.user_ns)
         while os.read(go, 1):  # the last caller's parent until the verdict ends
             pass
     finally:
         os._exit(0)
 
 
+def _mark_again(cells, namespace):
+    """Mark `again` each of the student's `cells` (run so far, in order) that runs again on another machine
+    (OnEachMachine), besides those that asked about this one or define the student's names: a cell that
+    mentions what an earlier cell run again binds (`DEVICE = torch.device(DEVICE_NAME)`), and a cell that made
+    an object a cell run again mentions (`args = argparse.Namespace(device=None)`, a memo every machine would
+    share otherwise). Until nothing changes: a cell marked may make others so."""
+    changing = True
+    while changing:
+        changing, differ, owner = False, set(), {}
+        for cell in cells:
+            if not cell["again"] and cell["mentioned"] & differ:
+                cell["again"] = changing = True
+            if cell["again"]:
+                differ |= cell["bound"]
+                for name in cell["mentioned"]:
+                    made = owner.get(name)
+                    if made is not None and not made["again"] and _shared(namespace.get(name)):
+                        made["again"] = changing = True
+            owner.update(dict.fromkeys(cell["bound"], cell))
+
+
+def _shared(value) -> bool:
+    """A value every machine's cells would share with the program's unless the cell that made it runs again
+    there: neither plain data (each machine has its copy) nor a module, a class or a function."""
+    return not (_plain(value) or isinstance(value, (types.ModuleType, type)) or inspect.isroutine(value))
+
+
 def _names(shell, source) -> tuple[set, set]:
     """The names a cell mentions anywhere (a module's too, in `from devices import DEVICE`), and those it
-    assigns at the top or declares `global`: what it binds, whether or not the value is new on this machine
-    (`device_name = "cpu"` again binds the very same string)."""
+    assigns at the top, changes in place there (`config["device"] = ...`, `config.update(...)`) or declares
+    `global`: what it binds, whether or not the value is new on this machine (`device_name = "cpu"` again binds
+    the very same string)."""
     try:
         tree = ast.parse(shell.transform_cell(source))
     except (SyntaxError, ValueError, TypeError):
         return set(), set()
-    mentioned, assigned = set(), set()
+    mentioned, assigned, changed = set(), set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             mentioned.add(node.id)
@@ -297,12 +321,25 @@ def _names(shell, source) -> tuple[set, set]:
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             assigned.update((alias.asname or alias.name).partition(".")[0] for alias in node.names)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):  # `config.update(...)`, `log.append(x)`
+            changed.add(_root(node.value.func.value) if isinstance(node.value.func, ast.Attribute) else None)
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
                 assigned.add(child.id)
+            elif isinstance(child, (ast.Subscript, ast.Attribute)) and isinstance(child.ctx, (ast.Store, ast.Del)):
+                changed.add(_root(child))  # `config["device"] = ...`, `args.device = ...`: changed in place
             elif isinstance(child, (ast.stmt, ast.expr, ast.excepthandler, ast.withitem, ast.match_case)):
                 pending.append(child)
-    return mentioned, assigned
+    # what it changes in place is bound anew too, but for a module's settings (`torch.backends.cudnn.benchmark = True`)
+    namespace = shell.user_ns
+    return mentioned, assigned | {name for name in changed - {None} if not isinstance(namespace.get(name), types.ModuleType)}
+
+
+def _root(node) -> str | None:
+    """The name an attribute or subscript chain starts from (`config` of `config["a"].b`)."""
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def _run_cell(shell, loop, source):
@@ -454,7 +491,8 @@ class OnEachMachine(dict):
     """The caller's namespace. Where a test simulates another machine than the students' (STUDENTS_MACHINE,
     which the program ran on; autograder/simulate.py), a name of the student's is what the student's cells
     define on that machine: the first time a name is looked up on it, the cells that asked about the machine
-    when the program ran them, or that define the student's functions and classes, run again there, in order,
+    when the program ran them, or that define the student's functions and classes, and those they depend on or
+    that depend on them (_mark_again), run again there, in order,
     on a copy of the program's namespace and in a copy of its folder (`define`), where the test's calls on that
     machine then work. So a value the student's cells computed when they ran (`DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")`), or a function's cache, is that
     machine's, as on a student's who ran the notebook there, and a cell that only waits or prints is not run

@@ -138,3 +138,18 @@ def test_a_function_bound_while_one_machine_is_simulated_answers_for_the_machine
     with simulated_machine(later):
         assert (cuda_available(), mps_available()) == (later.present == "cuda", later.present == "mps")
     assert (cuda_available(), mps_available()) == real
+
+
+@pytest.mark.parametrize("read", [lambda: torch.version.cuda, lambda: __import__("torch.version").version.cuda],
+                         ids=["attribute", "import"])
+def test_reading_the_build_from_torch_version_is_a_question(read):
+    """`CUDA_BUILD = torch.version.cuda is not None` depends on the machine as `torch.backends.cuda.is_built()` does:
+    a cell that reads it runs again on another machine (autograder/verdict.py)."""
+    from autograder.simulate import questions
+
+    before = questions()
+    assert read() == torch.version.cuda  # outside a simulation: the real build's, no question
+    assert questions() == before
+    with simulated_machine(Machine(None, "cuda")):
+        assert read() == "13.0"
+    assert questions() == before + 1

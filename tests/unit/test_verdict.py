@@ -333,3 +333,34 @@ def test_the_names_a_cell_mentions_and_assigns(source, mentioned, assigned):
     found = verdict._names(verdict._shell(), source)
     InteractiveShell.clear_instance()
     assert found == (mentioned, assigned)
+
+
+def cells_marked(*sources, asked=()):
+    """verdict._mark_again on student cells run in order in one shell; `asked`: the indexes of the cells that
+    asked about the machine. The indexes of the cells marked `again`."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    InteractiveShell.clear_instance()
+    shell, cells = verdict._shell(), []
+    for index, source in enumerate(sources):
+        before = dict(shell.user_ns)
+        shell.run_cell(source)
+        changed = {k: v for k, v in shell.user_ns.items() if before.get(k, verdict._MISSING) is not v}
+        mentioned, assigned = verdict._names(shell, source)
+        cells.append({"mentioned": mentioned, "bound": assigned | set(changed),
+                      "again": index in asked or any(callable(value) for value in changed.values())})
+        verdict._mark_again(cells, shell.user_ns)
+    InteractiveShell.clear_instance()
+    return [index for index, cell in enumerate(cells) if cell["again"]]
+
+
+@pytest.mark.parametrize("sources, asked, marked", [
+    (("NAME, ON_GPU = 'cpu', False", "NAME = 'cuda' if ON_GPU else 'cpu'", "DEVICE = NAME.upper()"), {1}, [1, 2]),
+    (("config = {}", "config['device'] = 'cpu'", "DEVICE = config['device']"), {1}, [1, 2]),  # changed in place
+    (("import argparse\nargs = argparse.Namespace(device=None)", "def pick():\n    return args.device"), set(),
+     [0, 1]),  # an object a cell run again reads: each machine makes its own
+    (("SIZE = 3", "x = SIZE * 2", "print(x)"), set(), []),  # nothing asked, nothing defined
+    (("import torch\ntorch.backends.cudnn.benchmark = True", "DEVICE = 1"), {1}, [1]),  # a module's setting
+], ids=["reads-what-a-cell-run-again-binds", "changed-in-place", "an-object-it-reads", "nothing", "module-setting"])
+def test_the_cells_marked_to_run_again_on_another_machine(sources, asked, marked):
+    assert cells_marked(*sources, asked=asked) == marked
