@@ -260,7 +260,9 @@ def _program(cells, writers, go, timeout, root):
                 bound.update(changed)
             else:  # what OnEachMachine needs to make this cell again on another machine (_mark_again)
                 mentioned, assigned = _names(shell, cell["source"])
-                cell.update(plain=plain, made=_made(files), mentioned=mentioned, bound=assigned | set(changed),
+                wrote, read = _touched(files)  # a file passes data on as a name does: "file " + its path
+                cell.update(plain=plain, made=_made(files), mentioned=mentioned | {f"file {path}" for path in read},
+                            bound=assigned | set(changed) | {f"file {path}" for path in wrote},
                             again=questions() != asked or any(callable(value) for value in changed.values()))
                 _mark_again([each for each in cells[:index + 1] if each["kind"] == "student"], shell.user_ns)
         while os.read(go, 1):  # the last caller's parent until the verdict ends
@@ -292,8 +294,11 @@ def _mark_again(cells, namespace):
 
 def _shared(value) -> bool:
     """A value every machine's cells would share with the program's unless the cell that made it runs again
-    there: neither plain data (each machine has its copy) nor a module, a class or a function."""
-    return not (_plain(value) or isinstance(value, (types.ModuleType, type)) or inspect.isroutine(value))
+    there: neither plain data (each machine has its copy) nor a class or a function, nor a module but the
+    student's own (a `%%writefile` module, whose cache is state)."""
+    if isinstance(value, types.ModuleType):
+        return _in_folder(value, _verdict_folder())
+    return not (_plain(value) or isinstance(value, type) or inspect.isroutine(value))
 
 
 def _names(shell, source) -> tuple[set, set]:
@@ -375,19 +380,21 @@ def _own_folder(root):
 
 
 # The program's files a cell run again starts from (`_files`, `_again_folder`): no more than this many, so
-# that listing them before each student cell costs little, and copying them for each machine too
-_FILES_LIMIT, _FILES_BYTES = 2_000, 64 * 2**20
+# that listing them before each student cell costs little; above this many bytes they are linked, not copied
+_FILES_LIMIT, _FILES_BYTES = 20_000, 64 * 2**20
 
 
 def _files() -> dict | None:
-    """The paths in the program's folder, relative to it, each with its size (0 for a folder); None where
-    there are more than _FILES_LIMIT, or they could not be listed."""
+    """The paths in the program's folder, relative to it, each with its size, modification and access times
+    (zeros for a folder); None where there are more than _FILES_LIMIT, or they could not be listed."""
     found = {}
     try:
         for parent, folders, names in os.walk(_PROGRAM_FOLDER[0]):
             for name in folders + names:
                 path = os.path.join(parent, name)
-                found[os.path.relpath(path, _PROGRAM_FOLDER[0])] = 0 if name in folders else os.lstat(path).st_size
+                state = os.lstat(path)
+                found[os.path.relpath(path, _PROGRAM_FOLDER[0])] = (
+                    (0, 0, 0) if name in folders else (state.st_size, state.st_mtime_ns, state.st_atime_ns))
                 if len(found) > _FILES_LIMIT:
                     return None
     except OSError:
@@ -401,23 +408,43 @@ def _made(before) -> set | None:
     return None if before is None or after is None else set(after) - set(before)
 
 
+def _touched(before) -> tuple[set, set]:
+    """The files a cell wrote (made or changed) and those it only read, from `_files()` before it and now. A
+    file's access time moves on the first read after a write (the relatime default of Linux file systems): it
+    is set back to the file's modification time here, so that the next cell's read shows too."""
+    after = _files()
+    if before is None or after is None:
+        return set(), set()
+    wrote = {path for path, (size, written, _) in after.items() if before.get(path, (None, None, None))[:2] != (size, written)}
+    read = {path for path, (_, written, used) in after.items() if path not in wrote and used != before[path][2]}
+    for path, (_, written, used) in after.items():
+        if written and used != written:
+            with contextlib.suppress(OSError):
+                os.utime(os.path.join(_PROGRAM_FOLDER[0], path), ns=(written, written), follow_symlinks=False)
+    return wrote, read
+
+
 def _again_folder(cells) -> str | None:
     """A new folder beside the program's, with a copy of its files but those that `cells` made when the
     program ran them: they make them again there (`os.mkdir("checkpoints")` succeeds, as on a new run of
-    the notebook). None where the program's files are too many or too large to copy: the cells run again
-    in the program's own folder."""
+    the notebook). None where the program's files are too many to list: the cells run again in the
+    program's own folder."""
     files, made = _files(), set()
     for cell in cells:
         if cell.get("made") is None:
             return None
         made |= cell["made"]
-    if files is None or sum(files.values()) > _FILES_BYTES:
+    if files is None:
         return None
     folder = tempfile.mkdtemp(prefix="again-", dir=os.path.dirname(_PROGRAM_FOLDER[0]))
     ignored = lambda parent, names: [n for n in names  # noqa: E731
                                      if os.path.relpath(os.path.join(parent, n), _PROGRAM_FOLDER[0]) in made]
+    # a data set of many files is linked, not copied: a cell that writes one anew replaces it, one that appends
+    # to one changes the program's too
+    large = sum(size for size, _, _ in files.values()) > _FILES_BYTES
     try:
-        shutil.copytree(_PROGRAM_FOLDER[0], folder, symlinks=True, ignore=ignored, dirs_exist_ok=True)
+        shutil.copytree(_PROGRAM_FOLDER[0], folder, symlinks=True, ignore=ignored, dirs_exist_ok=True,
+                        copy_function=os.link if large else shutil.copy2)
     except (OSError, shutil.Error):
         return None
     return folder
@@ -504,8 +531,9 @@ class OnEachMachine(dict):
         super().__init__(namespace)
         self.names, self.define, self.machines = set(names), define, {}
         self.outside = simulations()
-        self.home = os.open(".", os.O_RDONLY)  # the caller's working folder: the students' machine's
-        self.working = _STUDENTS_MACHINE  # the machine whose folder the caller works in now
+        # where the students' machine's calls work, and with which of the student's own modules
+        self.home, self.home_modules = os.open(".", os.O_RDONLY), _own_modules()
+        self.working = _STUDENTS_MACHINE  # the machine whose folder and modules the caller works with now
 
     def __setitem__(self, name, value):  # bound by the test cell (its `model`, its loop's `rank`): the test's own
         self.names.discard(name)
@@ -521,18 +549,27 @@ class OnEachMachine(dict):
             try:
                 self.machines[machine] = self.define()
             except Exception:  # noqa: BLE001: no new shell here; the program's names, as before
-                self.machines[machine] = ({}, None)
-        defined, folder = self.machines.get(machine, ({}, None))
-        if machine != self.working:  # a file a cell run again wrote is that machine's (a setup cell's settings)
-            if folder is None:
-                os.fchdir(self.home)
-            else:
-                os.chdir(folder)
-            self.working = machine
+                self.machines[machine] = ({}, None, None)
+        if machine != self.working:
+            self._work_on(machine)
+        defined = self.machines[machine][0] if machine in self.machines else {}
         return defined[name] if name in defined else super().__getitem__(name)
 
+    def _work_on(self, machine):
+        """A call on a machine works in the folder its cells left when they ran again, with the student's
+        modules they imported (a settings file its setup cell wrote, a module's cache are that machine's)."""
+        _, folder, modules = self.machines.get(machine, (None, None, None))
+        if folder is None:
+            os.fchdir(self.home)
+        else:
+            os.chdir(folder)
+        for name in _own_modules():
+            del sys.modules[name]
+        sys.modules.update(self.home_modules if modules is None else modules)
+        self.working = machine
 
-def _ran_again(cells, namespace, solutions, recorder, names) -> tuple[dict, str | None]:
+
+def _ran_again(cells, namespace, solutions, recorder, names) -> tuple[dict, str, dict]:
     """`namespace` (a copy of the program's) where `cells` ran again, in a new shell, on the machine simulated
     now, with the solutions of the exercises already judged bound as in the caller's own. As on a machine that
     ran the notebook from the top: each cell starts from the student's plain data as it was before the program
@@ -542,14 +579,15 @@ def _ran_again(cells, namespace, solutions, recorder, names) -> tuple[dict, str 
     module) are imported anew, and the cells run in an event loop of their own, where a top-level `await` works
     (the caller's own loop is set aside meanwhile). The caller's random numbers, PyTorch's settings and default
     device are as they were (the judge ran none of this), and the boundary knows the new functions and classes
-    of the student's `names` for the student's. Also the folder they ran in (None: the program's own), where
-    the test's calls on that machine run (OnEachMachine), as they would after that machine's run."""
+    of the student's `names` for the student's. Also the working folder the cells left and the student's own
+    modules they imported, where and with which the test's calls on that machine run (OnEachMachine), as they
+    would after that machine's run."""
     from IPython.core.interactiveshell import InteractiveShell
 
     from . import boundary
 
     settings, device = boundary.torch_settings(), torch.get_default_device()
-    own = {name: module for name, module in sys.modules.items() if _in_folder(module, _PROGRAM_FOLDER[0])}
+    own = _own_modules()
     running, start_method = asyncio.events._get_running_loop(), multiprocessing.get_start_method(allow_none=True)
     folder, here = _again_folder(cells), os.open(".", os.O_RDONLY)
     try:
@@ -571,8 +609,9 @@ def _ran_again(cells, namespace, solutions, recorder, names) -> tuple[dict, str 
                 rebound.update(name for name, value in shell.user_ns.items() if before.get(name, _MISSING) is not value)
                 # and what it changed in place (`config["device"] = ...`): a later cell does not take it back
                 rebound.update(name for name, value in cell.get("plain", {}).items()
-                               if shell.user_ns.get(name, _MISSING) != value)
+                               if _differs(shell.user_ns.get(name, _MISSING), value))
             loop.close()
+            left, imported = os.getcwd(), _own_modules()
     finally:
         os.fchdir(here)  # the caller's own working folder, which a cell of the program's may have changed
         os.close(here)
@@ -588,7 +627,26 @@ def _ran_again(cells, namespace, solutions, recorder, names) -> tuple[dict, str 
     namespace = shell.user_ns
     _bind_solutions(namespace, solutions)
     recorder.students.update(id(namespace[name]) for name in names if name in namespace)
-    return namespace, folder
+    return namespace, left, imported
+
+
+def _differs(value, before) -> bool:
+    """Whether `value` is no longer the plain data `before` (compared without asking a tensor what `!=` is)."""
+    try:
+        return type(value) is not type(before) or bool(value != before)
+    except Exception:  # noqa: BLE001: a list that now holds a tensor, say
+        return True
+
+
+def _own_modules() -> dict:
+    """The student's own modules imported now: those of the program's folder and of the folders beside it
+    where cells run again (a `%%writefile` module)."""
+    return {name: module for name, module in sys.modules.items() if _in_folder(module, _verdict_folder())}
+
+
+def _verdict_folder() -> str | None:
+    """The folder of the program's own and of those where cells run again; None before the program made it."""
+    return None if _PROGRAM_FOLDER[0] is None else os.path.dirname(_PROGRAM_FOLDER[0])
 
 
 def _in_folder(module, folder) -> bool:

@@ -364,3 +364,28 @@ def cells_marked(*sources, asked=()):
 ], ids=["reads-what-a-cell-run-again-binds", "changed-in-place", "an-object-it-reads", "nothing", "module-setting"])
 def test_the_cells_marked_to_run_again_on_another_machine(sources, asked, marked):
     assert cells_marked(*sources, asked=asked) == marked
+
+
+def test_the_files_a_cell_wrote_and_read(tmp_path, monkeypatch):
+    """A file passes data on from a cell run again to a later one as a name does (verdict._touched): its access
+    time moves on the first read after a write, and is set back after each cell so that the next read shows."""
+    program = tmp_path / "program-x"
+    program.mkdir()
+    monkeypatch.setattr(verdict, "_PROGRAM_FOLDER", [str(program)])
+    before = verdict._files()
+    (program / "device.txt").write_text("cpu")
+    assert verdict._touched(before) == ({"device.txt"}, set())
+    for reader in range(2):  # each later cell that reads it
+        before = verdict._files()
+        time.sleep(0.01)
+        (program / "device.txt").read_text()
+        assert verdict._touched(before) == (set(), {"device.txt"}), reader
+
+
+@pytest.mark.parametrize("value, before, differs", [
+    ([1, 2], [1, 2], False), ({"device": "cuda"}, {"device": "cpu"}, True), (2.0, 2.0, False),
+    ("__import__('torch').randn(4, 3)", 2.0, True), ("[__import__('torch').randn(3)]", [1.0], True),
+], ids=["same-list", "changed-dict", "same-number", "now-a-tensor", "list-now-holds-a-tensor"])
+def test_a_plain_value_changed_by_a_cell_run_again_is_told_without_comparing_tensors(value, before, differs):
+    value = eval(value) if isinstance(value, str) else value
+    assert verdict._differs(value, before) is differs
