@@ -310,6 +310,10 @@ def _names(shell, source) -> tuple[set, set]:
         tree = ast.parse(shell.transform_cell(source))
     except (SyntaxError, ValueError, TypeError):
         return set(), set()
+    magic, _, body = source.lstrip().partition("\n")
+    if magic.startswith("%%") and body:  # `%%time`, `%%capture`: the body is the cell's Python
+        with contextlib.suppress(SyntaxError, ValueError, TypeError):
+            tree.body += ast.parse(shell.transform_cell(body)).body
     mentioned, assigned, changed = set(), set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
@@ -326,8 +330,9 @@ def _names(shell, source) -> tuple[set, set]:
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             assigned.update((alias.asname or alias.name).partition(".")[0] for alias in node.names)
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):  # `config.update(...)`, `log.append(x)`
-            changed.add(_root(node.value.func.value) if isinstance(node.value.func, ast.Attribute) else None)
+        if isinstance(node, ast.Call):  # `config.update(...)`, `fill_in(config)`: may change them in place
+            changed.add(_root(node.func.value) if isinstance(node.func, ast.Attribute) else None)
+            changed.update(_root(argument) for argument in [*node.args, *(k.value for k in node.keywords)])
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
                 assigned.add(child.id)
@@ -335,9 +340,23 @@ def _names(shell, source) -> tuple[set, set]:
                 changed.add(_root(child))  # `config["device"] = ...`, `args.device = ...`: changed in place
             elif isinstance(child, (ast.stmt, ast.expr, ast.excepthandler, ast.withitem, ast.match_case)):
                 pending.append(child)
-    # what it changes in place is bound anew too, but for a module's settings (`torch.backends.cudnn.benchmark = True`)
+    # what it changes in place is bound anew too, but for a module's settings (`torch.backends.cudnn.benchmark = True`);
+    # the environment is one name (`os.environ["TORCH_CUDA"] = ...` in one cell, `os.getenv("TORCH_CUDA")` in another)
     namespace = shell.user_ns
-    return mentioned, assigned | {name for name in changed - {None} if not isinstance(namespace.get(name), types.ModuleType)}
+    assigned |= {name for name in changed - {None} if not isinstance(namespace.get(name), _UNCHANGEABLE)}
+    if {"environ", "getenv", "putenv", "unsetenv"} & (mentioned | _attributes(tree)):
+        mentioned.add(_ENVIRONMENT)
+        assigned.add(_ENVIRONMENT)
+    return mentioned, assigned
+
+
+# what no call changes in place, and a module, whose settings (`torch.backends.cudnn.benchmark = True`) are no name
+_UNCHANGEABLE = (types.ModuleType, str, bytes, int, float, complex, type(None), torch.device, torch.dtype)
+_ENVIRONMENT = "os.environ"  # the name the process's environment goes by among a cell's names (_names)
+
+
+def _attributes(tree) -> set:
+    return {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
 
 
 def _root(node) -> str | None:
@@ -416,7 +435,7 @@ def _touched(before) -> tuple[set, set]:
     if before is None or after is None:
         return set(), set()
     wrote = {path for path, (size, written, _) in after.items() if before.get(path, (None, None, None))[:2] != (size, written)}
-    read = {path for path, (_, written, used) in after.items() if path not in wrote and used != before[path][2]}
+    read = {path for path, (_, written, used) in after.items() if path in before and used != before[path][2]}
     for path, (_, written, used) in after.items():
         if written and used != written:
             with contextlib.suppress(OSError):
@@ -531,8 +550,8 @@ class OnEachMachine(dict):
         super().__init__(namespace)
         self.names, self.define, self.machines = set(names), define, {}
         self.outside = simulations()
-        # where the students' machine's calls work, and with which of the student's own modules
-        self.home, self.home_modules = os.open(".", os.O_RDONLY), _own_modules()
+        # where the students' machine's calls work, and with which of the student's own modules and environment
+        self.home, self.home_modules, self.home_environment = os.open(".", os.O_RDONLY), _own_modules(), dict(os.environ)
         self.working = _STUDENTS_MACHINE  # the machine whose folder and modules the caller works with now
 
     def __setitem__(self, name, value):  # bound by the test cell (its `model`, its loop's `rank`): the test's own
@@ -549,7 +568,7 @@ class OnEachMachine(dict):
             try:
                 self.machines[machine] = self.define()
             except Exception:  # noqa: BLE001: no new shell here; the program's names, as before
-                self.machines[machine] = ({}, None, None)
+                self.machines[machine] = ({}, None, None, None)
         if machine != self.working:
             self._work_on(machine)
         defined = self.machines[machine][0] if machine in self.machines else {}
@@ -557,8 +576,9 @@ class OnEachMachine(dict):
 
     def _work_on(self, machine):
         """A call on a machine works in the folder its cells left when they ran again, with the student's
-        modules they imported (a settings file its setup cell wrote, a module's cache are that machine's)."""
-        _, folder, modules = self.machines.get(machine, (None, None, None))
+        modules they imported and the environment they left (a settings file its setup cell wrote, a module's
+        cache, an `os.environ["TORCH_CUDA"]` are that machine's)."""
+        _, folder, modules, environment = self.machines.get(machine, (None, None, None, None))
         if folder is None:
             os.fchdir(self.home)
         else:
@@ -566,10 +586,11 @@ class OnEachMachine(dict):
         for name in _own_modules():
             del sys.modules[name]
         sys.modules.update(self.home_modules if modules is None else modules)
+        _set_environment(self.home_environment if environment is None else environment)
         self.working = machine
 
 
-def _ran_again(cells, namespace, solutions, recorder, names) -> tuple[dict, str, dict]:
+def _ran_again(cells, namespace, solutions, recorder, names) -> tuple[dict, str, dict, dict]:
     """`namespace` (a copy of the program's) where `cells` ran again, in a new shell, on the machine simulated
     now, with the solutions of the exercises already judged bound as in the caller's own. As on a machine that
     ran the notebook from the top: each cell starts from the student's plain data as it was before the program
@@ -579,9 +600,9 @@ def _ran_again(cells, namespace, solutions, recorder, names) -> tuple[dict, str,
     module) are imported anew, and the cells run in an event loop of their own, where a top-level `await` works
     (the caller's own loop is set aside meanwhile). The caller's random numbers, PyTorch's settings and default
     device are as they were (the judge ran none of this), and the boundary knows the new functions and classes
-    of the student's `names` for the student's. Also the working folder the cells left and the student's own
-    modules they imported, where and with which the test's calls on that machine run (OnEachMachine), as they
-    would after that machine's run."""
+    of the student's `names` for the student's. Also the working folder the cells left, the student's own
+    modules they imported and the environment they left, where and with which the test's calls on that
+    machine run (OnEachMachine), as they would after that machine's run."""
     from IPython.core.interactiveshell import InteractiveShell
 
     from . import boundary
@@ -589,7 +610,7 @@ def _ran_again(cells, namespace, solutions, recorder, names) -> tuple[dict, str,
     settings, device = boundary.torch_settings(), torch.get_default_device()
     own = _own_modules()
     running, start_method = asyncio.events._get_running_loop(), multiprocessing.get_start_method(allow_none=True)
-    folder, here = _again_folder(cells), os.open(".", os.O_RDONLY)
+    folder, here, callers_environment = _again_folder(cells), os.open(".", os.O_RDONLY), dict(os.environ)
     try:
         for name in own:
             del sys.modules[name]
@@ -611,10 +632,11 @@ def _ran_again(cells, namespace, solutions, recorder, names) -> tuple[dict, str,
                 rebound.update(name for name, value in cell.get("plain", {}).items()
                                if _differs(shell.user_ns.get(name, _MISSING), value))
             loop.close()
-            left, imported = os.getcwd(), _own_modules()
+            left, imported, environment = os.getcwd(), _own_modules(), dict(os.environ)
     finally:
         os.fchdir(here)  # the caller's own working folder, which a cell of the program's may have changed
         os.close(here)
+        _set_environment(callers_environment)
         multiprocessing.context._default_context._actual_context = None
         if start_method is not None:
             multiprocessing.set_start_method(start_method, force=True)
@@ -627,7 +649,12 @@ def _ran_again(cells, namespace, solutions, recorder, names) -> tuple[dict, str,
     namespace = shell.user_ns
     _bind_solutions(namespace, solutions)
     recorder.students.update(id(namespace[name]) for name in names if name in namespace)
-    return namespace, left, imported
+    return namespace, left, imported, environment
+
+
+def _set_environment(environment):
+    os.environ.clear()
+    os.environ.update(environment)
 
 
 def _differs(value, before) -> bool:

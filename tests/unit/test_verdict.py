@@ -324,8 +324,11 @@ def test_cells_run_again_in_a_folder_without_the_files_they_made(tmp_path, monke
     ("with open('f') as file:\n    text = file.read()", {"open", "file", "text"}, {"file", "text"}),
     ("def pick():\n    global _DEVICE\n    local = DEVICE\n    return local", {"DEVICE", "local"},
      {"pick", "_DEVICE"}),  # a function's own names are not the notebook's; a global it sets is
-    ("%time x = 1", {"get_ipython"}, set()),  # a magic: IPython's transformed code
-], ids=["from-import", "same-string", "branches", "with", "function", "magic"])
+    ("%time x = 1", {"get_ipython"}, set()),  # a line magic: IPython's transformed code
+    ("%%time\nDEVICE = NAME", {"get_ipython", "DEVICE", "NAME"}, {"DEVICE"}),  # a cell magic's body is Python
+    ("config = {}\nfill_in(config)", {"fill_in", "config"}, {"config"}),  # what a call is given it may change
+    ("import os\nos.environ['TORCH_CUDA'] = '13.0'", {"os", "os.environ"}, {"os", "os.environ"}),
+], ids=["from-import", "same-string", "branches", "with", "function", "magic", "cell-magic", "call", "environment"])
 def test_the_names_a_cell_mentions_and_assigns(source, mentioned, assigned):
     from IPython.core.interactiveshell import InteractiveShell
 
