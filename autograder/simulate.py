@@ -72,7 +72,8 @@ _ANSWERS = {
     "torch.cuda.memory_allocated": lambda kind, built, device=None: _on_cuda(kind, built, 0),
     "torch.cuda.memory_reserved": lambda kind, built, device=None: _on_cuda(kind, built, 0),
     "torch.cuda.synchronize": lambda kind, built, device=None: _on_cuda(kind, built, None),
-    # what a setup cell may do with the GPU it found (lesson 01's `torch.cuda.set_device(0)`, `with torch.cuda.device(0):`)
+    # what a setup cell may do with the GPU it found (lesson 01's `torch.cuda.set_device(0)`, `with
+    # torch.cuda.device(0):`)
     "torch.cuda.set_device": lambda kind, built, device=None: _on_cuda(kind, built, None),
     "torch.cuda._exchange_device": lambda kind, built, device=0: _on_cuda(kind, built, 0) if device >= 0 else -1,
     "torch.cuda._maybe_exchange_device": lambda kind, built, device=0: _on_cuda(kind, built, 0) if device >= 0 else -1,

@@ -428,13 +428,14 @@ def _made(before) -> set | None:
 
 
 def _touched(before) -> tuple[set, set]:
-    """The files a cell wrote (made or changed) and those it only read, from `_files()` before it and now. A
-    file's access time moves on the first read after a write (the relatime default of Linux file systems): it
+    """The files a cell wrote (made or changed) and those it read (a settings file read and written back is
+    both), from `_files()` before it and now. A file's access time moves on the first read after a write (the relatime default of Linux file systems): it
     is set back to the file's modification time here, so that the next cell's read shows too."""
     after = _files()
     if before is None or after is None:
         return set(), set()
-    wrote = {path for path, (size, written, _) in after.items() if before.get(path, (None, None, None))[:2] != (size, written)}
+    wrote = {path for path, (size, written, _) in after.items()
+             if before.get(path, (None, None, None))[:2] != (size, written)}
     read = {path for path, (_, written, used) in after.items() if path in before and used != before[path][2]}
     for path, (_, written, used) in after.items():
         if written and used != written:
@@ -538,13 +539,14 @@ class OnEachMachine(dict):
     which the program ran on; autograder/simulate.py), a name of the student's is what the student's cells
     define on that machine: the first time a name is looked up on it, the cells that asked about the machine
     when the program ran them, or that define the student's functions and classes, and those they depend on or
-    that depend on them (_mark_again), run again there, in order,
-    on a copy of the program's namespace and in a copy of its folder (`define`), where the test's calls on that
-    machine then work. So a value the student's cells computed when they ran (`DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")`), or a function's cache, is that
-    machine's, as on a student's who ran the notebook there, and a cell that only waits or prints is not run
-    again. A name those cells do not define there (a cell that failed on it) is the program's. An object the
-    test made before, of a class the student defined, stays of the program's class. Only the test's own
-    simulations count, not a grader's machine simulated around the whole verdict (`grader_machine`)."""
+    that depend on them (_mark_again), run again there, in order, on a copy of the program's namespace and in
+    a copy of its folder (`define`), where the test's calls on that machine then work. So a value the
+    student's cells computed when they ran (`DEVICE = torch.device("cuda" if torch.cuda.is_available() else
+    "cpu")`), or a function's cache, is that machine's, as on a student's who ran the notebook there, and a
+    cell that only waits or prints is not run again. A name those cells do not define there (a cell that
+    failed on it) is the program's. An object the test made before, of a class the student defined, stays of
+    the program's class. Only the test's own simulations count, not a grader's machine simulated around the
+    whole verdict (`grader_machine`)."""
 
     def __init__(self, namespace, names, define):
         super().__init__(namespace)
