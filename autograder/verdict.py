@@ -260,8 +260,8 @@ def _program(cells, writers, go, timeout, root):
                 bound.update(changed)
             else:  # what OnEachMachine needs to make this cell again on another machine (_mark_again)
                 mentioned, assigned = _names(shell, cell["source"])
-                wrote, read = _touched(files)  # a file passes data on as a name does: "file " + its path
-                cell.update(plain=plain, made=_made(files), mentioned=mentioned | {f"file {path}" for path in read},
+                made, wrote, read = _touched(files)  # a file passes data on as a name does: "file " + its path
+                cell.update(plain=plain, made=made, mentioned=mentioned | {f"file {path}" for path in read},
                             bound=assigned | set(changed) | {f"file {path}" for path in wrote},
                             again=questions() != asked or any(callable(value) for value in changed.values()))
                 _mark_again([each for each in cells[:index + 1] if each["kind"] == "student"], shell.user_ns)
@@ -314,10 +314,12 @@ def _names(shell, source) -> tuple[set, set]:
     if magic.startswith("%%") and body:  # `%%time`, `%%capture`: the body is the cell's Python
         with contextlib.suppress(SyntaxError, ValueError, TypeError):
             tree.body += ast.parse(shell.transform_cell(body)).body
-    mentioned, assigned, changed = set(), set(), set()
+    mentioned, assigned, changed, attributes = set(), set(), set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             mentioned.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            attributes.add(node.attr)
         elif isinstance(node, ast.ImportFrom) and node.module:
             mentioned.add(node.module.partition(".")[0])
         elif isinstance(node, ast.Global):
@@ -344,7 +346,7 @@ def _names(shell, source) -> tuple[set, set]:
     # the environment is one name (`os.environ["TORCH_CUDA"] = ...` in one cell, `os.getenv("TORCH_CUDA")` in another)
     namespace = shell.user_ns
     assigned |= {name for name in changed - {None} if not isinstance(namespace.get(name), _UNCHANGEABLE)}
-    if {"environ", "getenv", "putenv", "unsetenv"} & (mentioned | _attributes(tree)):
+    if {"environ", "getenv", "putenv", "unsetenv"} & (mentioned | attributes):
         mentioned.add(_ENVIRONMENT)
         assigned.add(_ENVIRONMENT)
     return mentioned, assigned
@@ -353,10 +355,6 @@ def _names(shell, source) -> tuple[set, set]:
 # what no call changes in place, and a module, whose settings (`torch.backends.cudnn.benchmark = True`) are no name
 _UNCHANGEABLE = (types.ModuleType, str, bytes, int, float, complex, type(None), torch.device, torch.dtype)
 _ENVIRONMENT = "os.environ"  # the name the process's environment goes by among a cell's names (_names)
-
-
-def _attributes(tree) -> set:
-    return {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
 
 
 def _root(node) -> str | None:
@@ -421,19 +419,14 @@ def _files() -> dict | None:
     return found
 
 
-def _made(before) -> set | None:
-    """The paths a cell made, from `_files()` before it and now; None where either could not be listed."""
-    after = _files()
-    return None if before is None or after is None else set(after) - set(before)
-
-
-def _touched(before) -> tuple[set, set]:
-    """The files a cell wrote (made or changed) and those it read (a settings file read and written back is
-    both), from `_files()` before it and now. A file's access time moves on the first read after a write (the relatime default of Linux file systems): it
+def _touched(before) -> tuple[set | None, set, set]:
+    """The paths a cell made (None where they could not be listed), the files it wrote (made or changed) and
+    those it read (a settings file read and written back is both), from `_files()` before it and now, listed
+    once. A file's access time moves on the first read after a write (the relatime default of Linux file systems): it
     is set back to the file's modification time here, so that the next cell's read shows too."""
     after = _files()
     if before is None or after is None:
-        return set(), set()
+        return None, set(), set()
     wrote = {path for path, (size, written, _) in after.items()
              if before.get(path, (None, None, None))[:2] != (size, written)}
     read = {path for path, (_, written, used) in after.items() if path in before and used != before[path][2]}
@@ -441,7 +434,7 @@ def _touched(before) -> tuple[set, set]:
         if written and used != written:
             with contextlib.suppress(OSError):
                 os.utime(os.path.join(_PROGRAM_FOLDER[0], path), ns=(written, written), follow_symlinks=False)
-    return wrote, read
+    return set(after) - set(before), wrote, read
 
 
 def _again_folder(cells) -> str | None:

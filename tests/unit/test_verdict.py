@@ -310,7 +310,7 @@ def test_cells_run_again_in_a_folder_without_the_files_they_made(tmp_path, monke
     before = verdict._files()
     (program / "checkpoints").mkdir()
     (program / "checkpoints" / "w.pt").write_text("made")
-    made = verdict._made(before)
+    made = verdict._touched(before)[0]
     assert made == {"checkpoints", "checkpoints/w.pt"}
     folder = verdict._again_folder([{"again": True, "made": made}])
     assert sorted(os.listdir(folder)) == ["data.txt"] and os.path.dirname(folder) == str(tmp_path)
@@ -377,12 +377,12 @@ def test_the_files_a_cell_wrote_and_read(tmp_path, monkeypatch):
     monkeypatch.setattr(verdict, "_PROGRAM_FOLDER", [str(program)])
     before = verdict._files()
     (program / "device.txt").write_text("cpu")
-    assert verdict._touched(before) == ({"device.txt"}, set())
+    assert verdict._touched(before) == ({"device.txt"}, {"device.txt"}, set())
     for reader in range(2):  # each later cell that reads it
         before = verdict._files()
         time.sleep(0.01)
         (program / "device.txt").read_text()
-        assert verdict._touched(before) == (set(), {"device.txt"}), reader
+        assert verdict._touched(before) == (set(), set(), {"device.txt"}), reader
 
 
 @pytest.mark.parametrize("value, before, differs", [
