@@ -7,9 +7,9 @@ the grader's pipe, runs only the instructor's locked cells (restored from the gr
 The submission runs in processes of their own, which can write nothing but data to one judge each:
 
 * the *program* (forked before anything else ran, so it holds none of the parent's descriptors but its
-  own pipes) runs the whole notebook as the student's kernel ran it, every cell in order in an IPython
-  shell, the instructor's cells and the student's, magics, module-level calls, loggers and patterns
-  included; test cells aside. It runs no test: when the parent reaches a test cell, the program forks
+  own pipes; autograder/program.py) runs the whole notebook as the student's kernel ran it, every cell in
+  order in an IPython shell, the instructor's cells and the student's, magics, module-level calls, loggers
+  and patterns included; test cells aside. It runs no test: when the parent reaches a test cell, the program forks
 * a *caller* from its state at that cell. The caller runs the test cell's calls (autograder/slicing.py:
   each statement that calls the student's code and what builds its arguments, never a check nor what one
   compares against) with the student's namespace, where the exercises judged before this one are the
@@ -34,7 +34,6 @@ it is: a failed call's diagnostic is the judge's own, from its own label (`what`
 student's function raised is shown by its type and the words of PyTorch's known errors only (README,
 "Threat model").
 """
-import ast
 import asyncio
 import builtins
 import contextlib
@@ -44,9 +43,7 @@ import functools
 import glob
 import hashlib
 import inspect
-import io
 import json
-import multiprocessing
 import os
 import select
 import shutil
@@ -55,22 +52,16 @@ import struct
 import sys
 import tempfile
 import time
-import types
 
 import torch
 
 from . import slicing
 from .diagnostics import diagnosis, render
 from .linux import close_all_but
-from .simulate import Machine, questions, simulated_accelerator, simulated_machine, simulated_now, simulations
+from . import program
+from .program import STUDENTS_MACHINE
+from .simulate import questions, simulated_accelerator, simulated_machine
 
-# The machine the student's cells run on in the program, and the test cells in the caller and the judge,
-# whatever the grader's: one without a GPU, as most students' laptops are, and a CPU build, which claims nothing
-# that any PyTorch a grader runs lacks (a CUDA build simulated on a CPU build breaks
-# `torch.cuda.get_arch_list()`). A value computed at definition time (`ON_GPU = torch.cuda.is_available()`),
-# and a question a function asks when called, have the same answer on a GPU grader and a CPU one: the same
-# points. A test that judges another machine simulates it around its calls (OnEachMachine).
-STUDENTS_MACHINE = Machine(present=None, built=None)
 RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
 # What a judge writes its parent first once its caller started. A judge whose limit ends before that waited for
 # a program that never reached the test, though each of its cells is interrupted at the cell limit and the
@@ -91,14 +82,14 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
     go, start = os.pipe()  # the parent → the program: fork the caller of the next test cell
     spared = _processes() if sandboxed else set()  # the sandbox's init, its holder, this process
     from IPython.core import interactiveshell  # noqa: F401: imported once, here, for every program's shell
-    # the program's own folder, and beside it those where cells run again (_ran_again), removed when the verdict
-    # ends: in the sandbox its /tmp is gone anyway, but a grader without one (`course grade --no-sandbox`) kept
+    # the program's own folder, and beside it those where cells run again (program.ran_again), removed when the
+    # verdict ends: in the sandbox its /tmp is gone anyway, but a grader without one (`course grade --no-sandbox`) kept
     # every notebook's files in its own /tmp
     root = tempfile.mkdtemp(prefix="verdict-")
-    program = _fork()
-    if program == 0:
+    program_pid = _fork()
+    if program_pid == 0:
         _program(cells, [writer for _, writer in pipes], go, timeout, root)  # never returns
-    spared.add(program)
+    spared.add(program_pid)
     os.close(go)
     os.set_blocking(start, False)  # a program that stopped reading holds back only its own callers
     for _, writer in pipes:
@@ -138,7 +129,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
             result = run_test(cell, sides.judge, namespace, cell.get("timeout", timeout), reader, own, seed)
             os.close(reader)
             if result.pop("never_reached", False):  # see REACHED: every later test is lost at once, not after its limit
-                _kill(program)
+                _kill(program_pid)
             if sandboxed:
                 _end_stragglers(spared)
             for again in glob.glob(os.path.join(root, "again-*")):  # where this test's caller ran cells again
@@ -149,7 +140,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
             result["grade_id"] = cell["grade_id"]
             _record(grader_fd, result)
             recorded.add(cell["grade_id"])
-    _kill(program)
+    _kill(program_pid)
     shutil.rmtree(root, ignore_errors=True)
 
 
@@ -209,11 +200,11 @@ def _program(cells, writers, go, timeout, root):
     try:
         os.setpgid(0, 0)  # the parent ends the program and its callers as one group
         _only_descriptors([*writers, go])
-        _own_folder(root)
+        program.own_folder(root)
         from . import integrity
         from .boundary import read_exactly
 
-        shell, bound = _shell(), {}
+        shell, bound = program.new_shell(), {}
         # as ipykernel does: the notebook's folder (here the program's own, where `%%writefile` writes) first
         # on sys.path, and every cell run inside a running event loop (top-level `await`, create_task)
         sys.path.insert(0, "")
@@ -243,252 +234,45 @@ def _program(cells, writers, go, timeout, root):
                 os.close(writer)
                 continue
             before, asked = dict(shell.user_ns), questions()
-            plain = _plain_values(shell.user_ns) if cell["kind"] == "student" else {}
-            files = _files() if cell["kind"] == "student" else None
+            plain = program.plain_values(shell.user_ns) if cell["kind"] == "student" else {}
+            files = program.listed_files() if cell["kind"] == "student" else None
             # the student's cells run on the students' machine; the instructor's, as in the judge, on the grader's
             machine = simulated_machine(STUDENTS_MACHINE) if cell["kind"] == "student" else contextlib.nullcontext()
             signal.alarm(timeout)  # as the kernel's cell timeout interrupts a cell
             try:
                 with machine:
-                    _run_cell(shell, loop, cell["source"])
+                    program.run_cell(shell, loop, cell["source"])
             except BaseException:  # noqa: BLE001: an interrupt between two statements of the shell
                 pass
             finally:
                 signal.alarm(0)
-            changed = {name: value for name, value in shell.user_ns.items() if before.get(name, _MISSING) is not value}
+            changed = {name: value for name, value in shell.user_ns.items()
+                       if before.get(name, program.MISSING) is not value}
             if cell["kind"] == "trusted":  # what the instructor's cells bind is not the student's
                 bound.update(changed)
-            else:  # what OnEachMachine needs to make this cell again on another machine (_mark_again)
-                mentioned, assigned = _names(shell, cell["source"])
-                made, wrote, read = _touched(files)  # a file passes data on as a name does: "file " + its path
+            else:  # what it takes to make this cell again on another machine (program.mark_again)
+                mentioned, assigned = program.cell_names(shell, cell["source"])
+                made, wrote, read = program.touched(files)  # a file passes data on as a name does: "file " + its path
                 cell.update(plain=plain, made=made, mentioned=mentioned | {f"file {path}" for path in read},
                             bound=assigned | set(changed) | {f"file {path}" for path in wrote},
                             again=questions() != asked or any(callable(value) for value in changed.values()))
-                _mark_again([each for each in cells[:index + 1] if each["kind"] == "student"], shell.user_ns)
+                program.mark_again([each for each in cells[:index + 1] if each["kind"] == "student"], shell.user_ns)
         while os.read(go, 1):  # the last caller's parent until the verdict ends
             pass
     finally:
         os._exit(0)
 
 
-def _mark_again(cells, namespace):
-    """Mark `again` each of the student's `cells` (run so far, in order) that runs again on another machine
-    (OnEachMachine), besides those that asked about this one or define the student's names: a cell that
-    mentions what an earlier cell run again binds (`DEVICE = torch.device(DEVICE_NAME)`), and a cell that made
-    an object a cell run again mentions (`args = argparse.Namespace(device=None)`, a memo every machine would
-    share otherwise). Until nothing changes: a cell marked may make others so."""
-    changing = True
-    while changing:
-        changing, differ, owner = False, set(), {}
-        for cell in cells:
-            if not cell["again"] and cell["mentioned"] & differ:
-                cell["again"] = changing = True
-            if cell["again"]:
-                differ |= cell["bound"]
-                for name in cell["mentioned"]:
-                    made = owner.get(name)
-                    if made is not None and not made["again"] and _shared(namespace.get(name)):
-                        made["again"] = changing = True
-            owner.update(dict.fromkeys(cell["bound"], cell))
-
-
-def _shared(value) -> bool:
-    """A value every machine's cells would share with the program's unless the cell that made it runs again
-    there: neither plain data (each machine has its copy) nor a class or a function, nor a module but the
-    student's own (a `%%writefile` module, whose cache is state)."""
-    if isinstance(value, types.ModuleType):
-        return _in_folder(value, _verdict_folder())
-    return not (_plain(value) or isinstance(value, type) or inspect.isroutine(value))
-
-
-def _names(shell, source) -> tuple[set, set]:
-    """The names a cell mentions anywhere (a module's too, in `from devices import DEVICE`), and those it
-    assigns at the top, changes in place there (`config["device"] = ...`, `config.update(...)`) or declares
-    `global`: what it binds, whether or not the value is new on this machine (`device_name = "cpu"` again binds
-    the very same string)."""
-    try:
-        tree = ast.parse(shell.transform_cell(source))
-    except (SyntaxError, ValueError, TypeError):
-        return set(), set()
-    magic, _, body = source.lstrip().partition("\n")
-    if magic.startswith("%%") and body:  # `%%time`, `%%capture`: the body is the cell's Python
-        with contextlib.suppress(SyntaxError, ValueError, TypeError):
-            tree.body += ast.parse(shell.transform_cell(body)).body
-    mentioned, assigned, changed, attributes = set(), set(), set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            mentioned.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            attributes.add(node.attr)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            mentioned.add(node.module.partition(".")[0])
-        elif isinstance(node, ast.Global):
-            assigned.update(node.names)
-    pending = list(tree.body)
-    while pending:  # the top level, and the blocks of its if, for, with, try and match statements
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            assigned.add(node.name)
-            continue
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            assigned.update((alias.asname or alias.name).partition(".")[0] for alias in node.names)
-        if isinstance(node, ast.Call):  # `config.update(...)`, `fill_in(config)`: may change them in place
-            changed.add(_root(node.func.value) if isinstance(node.func, ast.Attribute) else None)
-            changed.update(_root(argument) for argument in [*node.args, *(k.value for k in node.keywords)])
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
-                assigned.add(child.id)
-            elif isinstance(child, (ast.Subscript, ast.Attribute)) and isinstance(child.ctx, (ast.Store, ast.Del)):
-                changed.add(_root(child))  # `config["device"] = ...`, `args.device = ...`: changed in place
-            elif isinstance(child, (ast.stmt, ast.expr, ast.excepthandler, ast.withitem, ast.match_case)):
-                pending.append(child)
-    # what it changes in place is bound anew too, but for a module's settings (`torch.backends.cudnn.benchmark = True`);
-    # the environment is one name (`os.environ["TORCH_CUDA"] = ...` in one cell, `os.getenv("TORCH_CUDA")` in another)
-    namespace = shell.user_ns
-    assigned |= {name for name in changed - {None} if not isinstance(namespace.get(name), _UNCHANGEABLE)}
-    if {"environ", "getenv", "putenv", "unsetenv"} & (mentioned | attributes):
-        mentioned.add(_ENVIRONMENT)
-        assigned.add(_ENVIRONMENT)
-    return mentioned, assigned
-
-
-# what no call changes in place, and a module, whose settings (`torch.backends.cudnn.benchmark = True`) are no name
-_UNCHANGEABLE = (types.ModuleType, str, bytes, int, float, complex, type(None), torch.device, torch.dtype)
-_ENVIRONMENT = "os.environ"  # the name the process's environment goes by among a cell's names (_names)
-
-
-def _root(node) -> str | None:
-    """The name an attribute or subscript chain starts from (`config` of `config["a"].b`)."""
-    while isinstance(node, (ast.Subscript, ast.Attribute)):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
-
-
-def _run_cell(shell, loop, source):
-    """Run one cell as ipykernel does: transformed (magics), then inside the running event `loop`."""
-    try:
-        transformed, error = shell.transform_cell(source), None
-    except Exception:  # noqa: BLE001: the shell shows it, as the kernel does
-        transformed, error = source, sys.exc_info()
-    loop.run_until_complete(shell.run_cell_async(source, store_history=False, transformed_cell=transformed,
-                                                 preprocessing_exc_tuple=error))
-
-
-_PROGRAM_FOLDER = [None]  # the program's own folder (_own_folder), its real path: where the student's modules are
-
-
-def _own_folder(root):
-    """A new folder in `root`, in the sandbox's bounded /tmp, becomes the program's own: its working folder
-    and every temporary file's. Where the kernel has Landlock, the program (and every caller) writes nowhere
-    but in `root` (its own folder, and those where a caller runs cells again), so no file a judge wrote can
-    change under it, and signals no process outside the program (autograder/kernel.py)."""
-    from .kernel import confine
-
-    folder = tempfile.mkdtemp(prefix="program-", dir=root)
-    _PROGRAM_FOLDER[0] = os.path.realpath(folder)
-    for name in ("TMPDIR", "HOME", "IPYTHONDIR", "MPLCONFIGDIR"):
-        os.environ[name] = folder
-    tempfile.tempdir = folder
-    os.chdir(folder)
-    try:
-        confine([root, *filter(os.path.isdir, ["/dev/shm"])])
-    except OSError:  # a kernel that refuses: the deadlines and the sandbox still hold
-        pass
-
-
-# The program's files a cell run again starts from (`_files`, `_again_folder`): no more than this many, so
-# that listing them before each student cell costs little; above this many bytes they are linked, not copied
-_FILES_LIMIT, _FILES_BYTES = 20_000, 64 * 2**20
-
-
-def _files() -> dict | None:
-    """The paths in the program's folder, relative to it, each with its size, modification and access times
-    (zeros for a folder); None where there are more than _FILES_LIMIT, or they could not be listed."""
-    found = {}
-    try:
-        for parent, folders, names in os.walk(_PROGRAM_FOLDER[0]):
-            for name in folders + names:
-                path = os.path.join(parent, name)
-                state = os.lstat(path)
-                found[os.path.relpath(path, _PROGRAM_FOLDER[0])] = (
-                    (0, 0, 0) if name in folders else (state.st_size, state.st_mtime_ns, state.st_atime_ns))
-                if len(found) > _FILES_LIMIT:
-                    return None
-    except OSError:
-        return None
-    return found
-
-
-def _touched(before) -> tuple[set | None, set, set]:
-    """The paths a cell made (None where they could not be listed), the files it wrote (made or changed) and
-    those it read (a settings file read and written back is both), from `_files()` before it and now, listed
-    once. A file's access time moves on the first read after a write (the relatime default of Linux file systems): it
-    is set back to the file's modification time here, so that the next cell's read shows too."""
-    after = _files()
-    if before is None or after is None:
-        return None, set(), set()
-    wrote = {path for path, (size, written, _) in after.items()
-             if before.get(path, (None, None, None))[:2] != (size, written)}
-    read = {path for path, (_, written, used) in after.items() if path in before and used != before[path][2]}
-    for path, (_, written, used) in after.items():
-        if written and used != written:
-            with contextlib.suppress(OSError):
-                os.utime(os.path.join(_PROGRAM_FOLDER[0], path), ns=(written, written), follow_symlinks=False)
-    return set(after) - set(before), wrote, read
-
-
-def _again_folder(cells) -> str | None:
-    """A new folder beside the program's, with a copy of its files but those that `cells` made when the
-    program ran them: they make them again there (`os.mkdir("checkpoints")` succeeds, as on a new run of
-    the notebook). None where the program's files are too many to list: the cells run again in the
-    program's own folder."""
-    files, made = _files(), set()
-    for cell in cells:
-        if cell.get("made") is None:
-            return None
-        made |= cell["made"]
-    if files is None:
-        return None
-    folder = tempfile.mkdtemp(prefix="again-", dir=os.path.dirname(_PROGRAM_FOLDER[0]))
-    ignored = lambda parent, names: [n for n in names  # noqa: E731
-                                     if os.path.relpath(os.path.join(parent, n), _PROGRAM_FOLDER[0]) in made]
-    # a data set of many files is linked, not copied: a cell that writes one anew replaces it, one that appends
-    # to one changes the program's too
-    large = sum(size for size, _, _ in files.values()) > _FILES_BYTES
-    try:
-        shutil.copytree(_PROGRAM_FOLDER[0], folder, symlinks=True, ignore=ignored, dirs_exist_ok=True,
-                        copy_function=os.link if large else shutil.copy2)
-    except (OSError, shutil.Error):
-        return None
-    return folder
-
-
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
-
-def _shell(namespace=None):
-    """An IPython shell, as a kernel's, without a history file or a GUI loop (its names: `namespace`)."""
-    from IPython.core.interactiveshell import InteractiveShell
-    from traitlets.config import Config
-
-    class Shell(InteractiveShell):
-        def enable_gui(self, gui=None):  # `%matplotlib inline` works as in a kernel; nothing is drawn
-            pass
-
-    config = Config()
-    config.HistoryManager.enabled = False
-    return Shell.instance(config=config, user_ns=namespace if namespace is not None else {"__name__": "__main__"})
-
-
-_MISSING = object()
 
 
 def student_names(namespace, bound) -> list[str]:
     """The callables of the program that the student's cells bound: the names the judge stubs."""
     return sorted(name for name, value in namespace.items()
                   if name.isidentifier() and not name.startswith("__") and callable(value)
-                  and bound.get(name, _MISSING) is not value)
+                  and bound.get(name, program.MISSING) is not value)
 
 
 def _caller(started, namespace, writer, names, again=()):
@@ -496,8 +280,8 @@ def _caller(started, namespace, writer, names, again=()):
     with the student's namespace, inside a running event loop as a kernel's cells do, and each call of a
     student's function sends its result to the judge on `writer`. The exercises judged before this one are
     the instructor's solutions here (`started["solutions"]`), so that a student's function that calls one
-    of them is judged on its own. `again`: the student's cells before the test that OnEachMachine runs again
-    on another machine. Never returns."""
+    of them is judged on its own. `again`: the student's cells before the test that program.OnEachMachine
+    runs again on another machine. Never returns."""
     try:
         _only_descriptors([writer])
         _one_thread()
@@ -515,202 +299,24 @@ def _caller(started, namespace, writer, names, again=()):
         async def calls():  # what they raise is the judge's to report, from its own side of the cell
             exec(compile(started["source"], "<calls>", "exec", dont_inherit=True), scope)
 
-        pristine = _plain_values(namespace)  # before any call of the test's changes them
+        pristine = program.plain_values(namespace)  # before any call of the test's changes them
         with simulated_machine(STUDENTS_MACHINE):  # as in the judge: the test runs on the students' machine
-            scope = OnEachMachine(namespace, names, lambda: _ran_again(again, {**namespace, **copy.deepcopy(pristine)},
-                                                                       started["solutions"], core.boundary, names))
+            scope = program.OnEachMachine(namespace, names, lambda: _again_here(
+                again, {**namespace, **copy.deepcopy(pristine)}, started["solutions"], names))
             loop.run_until_complete(calls())
     finally:
         os._exit(0)
 
 
-_STUDENTS_MACHINE = (STUDENTS_MACHINE.present, STUDENTS_MACHINE.built)
+def _again_here(again, namespace, solutions, names):
+    """program.ran_again, with the solutions of the exercises already judged bound there as in the caller's
+    own, and the new functions and classes of the student's `names` known to the boundary as the student's."""
+    from .checks import core
 
-
-class OnEachMachine(dict):
-    """The caller's namespace. Where a test simulates another machine than the students' (STUDENTS_MACHINE,
-    which the program ran on; autograder/simulate.py), a name of the student's is what the student's cells
-    define on that machine: the first time a name is looked up on it, the cells that asked about the machine
-    when the program ran them, or that define the student's functions and classes, and those they depend on or
-    that depend on them (_mark_again), run again there, in order, on a copy of the program's namespace and in
-    a copy of its folder (`define`), where the test's calls on that machine then work. So a value the
-    student's cells computed when they ran (`DEVICE = torch.device("cuda" if torch.cuda.is_available() else
-    "cpu")`), or a function's cache, is that machine's, as on a student's who ran the notebook there, and a
-    cell that only waits or prints is not run again. A name those cells do not define there (a cell that
-    failed on it) is the program's. An object the test made before, of a class the student defined, stays of
-    the program's class. Only the test's own simulations count, not a grader's machine simulated around the
-    whole verdict (`grader_machine`)."""
-
-    def __init__(self, namespace, names, define):
-        super().__init__(namespace)
-        self.names, self.define, self.machines = set(names), define, {}
-        self.outside = simulations()
-        # where the students' machine's calls work, and with which of the student's own modules and environment
-        self.home, self.home_modules, self.home_environment = os.open(".", os.O_RDONLY), _own_modules(), dict(os.environ)
-        self.working = _STUDENTS_MACHINE  # the machine whose folder and modules the caller works with now
-
-    def __setitem__(self, name, value):  # bound by the test cell (its `model`, its loop's `rank`): the test's own
-        self.names.discard(name)
-        super().__setitem__(name, value)
-
-    def __getitem__(self, name):
-        if name not in self.names:
-            return super().__getitem__(name)
-        machine = simulated_now(inside=self.outside)
-        if machine is None:
-            machine = _STUDENTS_MACHINE
-        if machine != _STUDENTS_MACHINE and machine not in self.machines:
-            try:
-                self.machines[machine] = self.define()
-            except Exception:  # noqa: BLE001: no new shell here; the program's names, as before
-                self.machines[machine] = ({}, None, None, None)
-        if machine != self.working:
-            self._work_on(machine)
-        defined = self.machines[machine][0] if machine in self.machines else {}
-        return defined[name] if name in defined else super().__getitem__(name)
-
-    def _work_on(self, machine):
-        """A call on a machine works in the folder its cells left when they ran again, with the student's
-        modules they imported and the environment they left (a settings file its setup cell wrote, a module's
-        cache, an `os.environ["TORCH_CUDA"]` are that machine's)."""
-        _, folder, modules, environment = self.machines.get(machine, (None, None, None, None))
-        if folder is None:
-            os.fchdir(self.home)
-        else:
-            os.chdir(folder)
-        for name in _own_modules():
-            del sys.modules[name]
-        sys.modules.update(self.home_modules if modules is None else modules)
-        _set_environment(self.home_environment if environment is None else environment)
-        self.working = machine
-
-
-def _ran_again(cells, namespace, solutions, recorder, names) -> tuple[dict, str, dict, dict]:
-    """`namespace` (a copy of the program's) where `cells` ran again, in a new shell, on the machine simulated
-    now, with the solutions of the exercises already judged bound as in the caller's own. As on a machine that
-    ran the notebook from the top: each cell starts from the student's plain data as it was before the program
-    ran it (`_found = {}`, `_DEVICE = None`, where a cell run again on this machine has not set them since), in
-    a folder without the files these cells made (`_again_folder`), in a process whose multiprocessing start
-    method is not set yet; the modules the student's cells imported from the notebook's folder (a `%%writefile`
-    module) are imported anew, and the cells run in an event loop of their own, where a top-level `await` works
-    (the caller's own loop is set aside meanwhile). The caller's random numbers, PyTorch's settings and default
-    device are as they were (the judge ran none of this), and the boundary knows the new functions and classes
-    of the student's `names` for the student's. Also the working folder the cells left, the student's own
-    modules they imported and the environment they left, where and with which the test's calls on that
-    machine run (OnEachMachine), as they would after that machine's run."""
-    from IPython.core.interactiveshell import InteractiveShell
-
-    from . import boundary
-
-    settings, device = boundary.torch_settings(), torch.get_default_device()
-    own = _own_modules()
-    running, start_method = asyncio.events._get_running_loop(), multiprocessing.get_start_method(allow_none=True)
-    folder, here, callers_environment = _again_folder(cells), os.open(".", os.O_RDONLY), dict(os.environ)
-    try:
-        for name in own:
-            del sys.modules[name]
-        asyncio.events._set_running_loop(None)
-        multiprocessing.context._default_context._actual_context = None  # `set_start_method("spawn")` works once more
-        if folder is not None:
-            os.chdir(folder)
-        with boundary.random_state_kept(), contextlib.redirect_stdout(io.StringIO()):
-            InteractiveShell.clear_instance()
-            shell, loop, rebound = _shell(namespace), asyncio.new_event_loop(), set()
-            for cell in cells:
-                for name, value in cell.get("plain", {}).items():
-                    if name not in rebound:
-                        shell.user_ns[name] = copy.deepcopy(value)
-                before = dict(shell.user_ns)
-                _run_cell(shell, loop, cell["source"])
-                rebound.update(name for name, value in shell.user_ns.items() if before.get(name, _MISSING) is not value)
-                # and what it changed in place (`config["device"] = ...`): a later cell does not take it back
-                rebound.update(name for name, value in cell.get("plain", {}).items()
-                               if _differs(shell.user_ns.get(name, _MISSING), value))
-            loop.close()
-            left, imported, environment = os.getcwd(), _own_modules(), dict(os.environ)
-    finally:
-        os.fchdir(here)  # the caller's own working folder, which a cell of the program's may have changed
-        os.close(here)
-        _set_environment(callers_environment)
-        multiprocessing.context._default_context._actual_context = None
-        if start_method is not None:
-            multiprocessing.set_start_method(start_method, force=True)
-        asyncio.events._set_running_loop(running)
-        sys.modules.update(own)
-        boundary.take_torch_settings(settings)
-        # `torch.set_default_device(DEVICE)` in a cell run again: given back without asking (a simulated GPU
-        # as the default device cannot even say so, `get_default_device` makes a tensor there)
-        torch.set_default_device(None if device.type == "cpu" else device)
-    namespace = shell.user_ns
-    _bind_solutions(namespace, solutions)
-    recorder.students.update(id(namespace[name]) for name in names if name in namespace)
-    return namespace, left, imported, environment
-
-
-def _set_environment(environment):
-    os.environ.clear()
-    os.environ.update(environment)
-
-
-def _differs(value, before) -> bool:
-    """Whether `value` is no longer the plain data `before` (compared without asking a tensor what `!=` is)."""
-    try:
-        return type(value) is not type(before) or bool(value != before)
-    except Exception:  # noqa: BLE001: a list that now holds a tensor, say
-        return True
-
-
-def _own_modules() -> dict:
-    """The student's own modules imported now: those of the program's folder and of the folders beside it
-    where cells run again (a `%%writefile` module)."""
-    folder = _verdict_folder()
-    if folder is None:
-        return {}
-    # a module imported from the working folder has its real path (os.getcwd's): only one there is resolved, not
-    # each of the thousand modules PyTorch imported (28 ms a time, several times a test)
-    return {name: module for name, module in list(sys.modules.items())
-            if isinstance(path := getattr(module, "__file__", None), str) and path.startswith(folder + os.sep)
-            and _in_folder(module, folder)}
-
-
-def _verdict_folder() -> str | None:
-    """The folder of the program's own and of those where cells run again; None before the program made it."""
-    return None if _PROGRAM_FOLDER[0] is None else os.path.dirname(_PROGRAM_FOLDER[0])
-
-
-def _in_folder(module, folder) -> bool:
-    path = getattr(module, "__file__", None)
-    return folder is not None and isinstance(path, str) and os.path.realpath(path).startswith(folder + os.sep)
-
-
-# What a student's cell may bind at the top and a function change later (`_found = {}`, `_DEVICE = None`,
-# `calls = 0`): the program copies it before each student cell, and the caller before the test's calls, so
-# that a cell run again on another machine starts from it as a new run of the notebook would. Plain data only,
-# and not too much of it: a copy cannot hold a tensor or a module.
-_PLAIN = (type(None), bool, int, float, complex, str, bytes, torch.device, torch.dtype)
-_CONTAINERS = (list, tuple, set, frozenset, dict)
-_PLAIN_ITEMS, _PLAIN_DEPTH = 10_000, 50
-
-
-def _plain_values(namespace) -> dict:
-    """The names of `namespace` bound to plain data (`_plain`), each copied."""
-    return {name: copy.deepcopy(value) for name, value in namespace.items() if _plain(value)}
-
-
-def _plain(value) -> bool:
-    """`_PLAIN`, and builtin containers of it, not nested deeper than _PLAIN_DEPTH nor holding more than
-    _PLAIN_ITEMS items."""
-    pending, seen = [(value, 0)], 0
-    while pending:
-        item, depth = pending.pop()
-        seen += 1
-        if seen > _PLAIN_ITEMS:
-            return False
-        if type(item) in _CONTAINERS and depth < _PLAIN_DEPTH:
-            pending.extend((each, depth + 1) for each in ([*item.keys(), *item.values()] if type(item) is dict else item))
-        elif type(item) not in _PLAIN:
-            return False
-    return True
+    ran = program.ran_again(again, namespace)
+    _bind_solutions(ran[0], solutions)
+    core.boundary.students.update(id(ran[0][name]) for name in names if name in ran[0])
+    return ran
 
 
 def _bind_solutions(namespace, solutions) -> list[str]:
