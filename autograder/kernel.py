@@ -40,11 +40,18 @@ def own_session_keyring():
     systemd service's, a container's) may hold keys: inherited, the submission could read and revoke them;
     left, it keeps at most the right to see that the keyring exists."""
     import ctypes
-    import platform
 
-    number = KEYCTL.get(platform.machine())
+    number = KEYCTL.get(_architecture())
     if number is not None:
         ctypes.CDLL(None, use_errno=True).syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None)
+
+
+def _architecture() -> str:
+    """The processor the system calls are numbered for: the kernel's own answer, not platform.machine(), which a
+    simulated machine answers (autograder/simulate.py: a simulated Apple GPU is arm64)."""
+    import os
+
+    return os.uname().machine
 
 
 def limit_resources(memory_bytes=None, cpu_seconds=None):
@@ -74,10 +81,9 @@ _RET_ALLOW, _RET_EPERM = 0x7FFF0000, 0x00050001  # SECCOMP_RET_ALLOW, SECCOMP_RE
 
 def no_tracing_filter() -> bytes | None:
     """The compiled filter (struct sock_filter[]), or None where the architecture is not known."""
-    import platform
     import struct
 
-    machine = platform.machine()
+    machine = _architecture()
     if machine not in AUDIT_ARCH:
         return None
     refused = NO_TRACING_CALLS[machine]

@@ -48,6 +48,10 @@ _SIMULATED_GPU = SimpleNamespace(name="NVIDIA GPU (simulated)", major=9, minor=0
                                  multi_processor_count=132, is_integrated=False)
 
 
+def _machine(kind):
+    return "arm64" if kind == "mps" else "x86_64"
+
+
 def _on_cuda(kind, built, answer):
     """`answer` where a CUDA GPU is simulated; elsewhere the error PyTorch raises there."""
     if kind == "cuda":
@@ -96,6 +100,13 @@ _ANSWERS = {
     "torch._C._cuda_getDeviceCount": lambda kind, built: int(kind == "cuda"),
     "torch._C._mps_is_available": lambda kind, built: kind == "mps",
     "torch._C._accelerator_getAccelerator": lambda kind, built: torch.device(built) if built else None,
+    # the system around it: PyTorch for macOS runs on a Mac (an Apple GPU's on arm64, an Intel Mac's on x86_64),
+    # every other simulated machine is Linux (`if platform.system() == "Darwin" and torch.backends.mps.is_available()`).
+    # Not sys.platform: a value read by the standard library and IPython themselves
+    "platform.system": lambda kind, built: "Darwin" if built == "mps" else "Linux",
+    "platform.machine": lambda kind, built: _machine(kind),
+    "platform.mac_ver": lambda kind, built, *args: ("14.5", ("", "", ""), _machine(kind)) if built == "mps"
+    else ("", ("", "", ""), ""),
 }
 _SIMULATED = []  # the machines simulated now, (kind, built), the innermost last
 _QUESTIONS = [0]  # how many questions a simulated machine has answered (`questions`)

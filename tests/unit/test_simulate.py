@@ -80,6 +80,22 @@ def test_a_mac_whose_gpu_pytorch_cannot_use_is_one_of_the_machines():
     assert not answers["torch.accelerator.is_available()"] and answers["torch.mps.device_count()"] == 0
 
 
+@pytest.mark.parametrize("machine", MACHINES, ids=str)
+def test_a_simulated_mac_is_darwin_and_every_other_machine_linux(machine):
+    """An answer that asks for the Apple GPU on macOS only (`platform.system() == "Darwin" and
+    torch.backends.mps.is_available()`) keeps its points on the simulated Apple GPU."""
+    import platform
+
+    real = platform.system(), platform.machine(), platform.mac_ver()
+    with simulated_machine(machine):
+        system, kind, (release, _, processor) = platform.system(), platform.machine(), platform.mac_ver()
+    mac = machine.built == "mps"
+    assert (system, bool(release)) == (("Darwin", True) if mac else ("Linux", False))
+    assert kind == processor if mac else (kind, processor) == ("x86_64", "")
+    assert (kind == "arm64") == (machine.present == "mps")
+    assert (platform.system(), platform.machine(), platform.mac_ver()) == real
+
+
 def test_everything_is_restored_afterwards():
     before = real()
     for machine in MACHINES:
