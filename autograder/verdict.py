@@ -57,6 +57,7 @@ import torch
 
 from . import slicing
 from .diagnostics import diagnosis, render
+from .kernel import PAUSED_RECORD, RUN_AGAIN_ALLOWANCE
 from .linux import close_all_but
 from . import program
 from .program import STUDENTS_MACHINE
@@ -79,6 +80,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
     test cell's caller binds (DecideGrades.references); `tests`: one to read then the test cells' text (grade
     id → {"source", "visible"}; a test cell in `cells` has none). Neither was ever in the program's memory."""
     pipes = [os.pipe() for cell in cells if cell["kind"] == "test"]  # caller k → judge k
+    clocks = [os.pipe() for _ in pipes]  # caller k → this process: when it runs cells again (_paused)
     go, start = os.pipe()  # the parent → the program: fork the caller of the next test cell
     spared = _processes() if sandboxed else set()  # the sandbox's init, its holder, this process
     from IPython.core import interactiveshell  # noqa: F401: imported once, here, for every program's shell
@@ -88,11 +90,11 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
     root = tempfile.mkdtemp(prefix="verdict-")
     program_pid = _fork()
     if program_pid == 0:
-        _program(cells, [writer for _, writer in pipes], go, timeout, root)  # never returns
+        _program(cells, [writer for _, writer in pipes], [writer for _, writer in clocks], go, timeout, root)
     spared.add(program_pid)
     os.close(go)
     os.set_blocking(start, False)  # a program that stopped reading holds back only its own callers
-    for _, writer in pipes:
+    for _, writer in pipes + clocks:
         os.close(writer)
     references = _read_json(solutions, [])
     texts = _read_json(tests, {})
@@ -100,7 +102,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
     recorded = set()  # the test cells whose records are written: their exercises' solutions may be sent
     _record(grader_fd, {"ready": True})
     namespace = {"__name__": "__main__", "__builtins__": builtins}
-    readers = iter(reader for reader, _ in pipes)
+    readers = iter(zip((reader for reader, _ in pipes), (reader for reader, _ in clocks)))
     for cell in instructors_order(cells):
         if cell["kind"] == "trusted":
             error = _execute(cell["source"], namespace, f"<{cell.get('grade_id', 'cell')}>")
@@ -108,7 +110,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
                 _record(grader_fd, {"instructor_error": str(cell.get("grade_id")), "error": error})
                 break
         elif cell["kind"] == "test":
-            reader = next(readers)
+            reader, clock = next(readers)
             cell = {**cell, **texts[cell["grade_id"]]}
             try:
                 sides = slicing.split(cell["source"])
@@ -126,8 +128,10 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
                 os.write(start, b"g" + _LENGTH.pack(len(started)) + started)
             except OSError:  # the program has ended or stopped reading: the judge reads no names, and says so
                 pass
-            result = run_test(cell, sides.judge, namespace, cell.get("timeout", timeout), reader, own, seed)
+            result = run_test(cell, sides.judge, namespace, cell.get("timeout", timeout), reader, own, seed,
+                              clock=clock, paused=lambda: os.write(grader_fd, (PAUSED_RECORD + "\n").encode()))
             os.close(reader)
+            os.close(clock)
             if result.pop("never_reached", False):  # see REACHED: every later test is lost at once, not after its limit
                 _kill(program_pid)
             if sandboxed:
@@ -194,12 +198,12 @@ def _execute(code, namespace, filename) -> str | None:
     return None
 
 
-def _program(cells, writers, go, timeout, root):
+def _program(cells, writers, clocks, go, timeout, root):
     """The notebook as the student's kernel ran it, in this forked process, in a folder of its own in `root`;
     at each test cell, a caller forked from its state then (see the module docstring). Never returns."""
     try:
         os.setpgid(0, 0)  # the parent ends the program and its callers as one group
-        _only_descriptors([*writers, go])
+        _only_descriptors([*writers, *clocks, go])
         program.own_folder(root)
         from . import integrity
         from .boundary import read_exactly
@@ -212,7 +216,7 @@ def _program(cells, writers, go, timeout, root):
         asyncio.set_event_loop(loop)
         integrity.start_grading()  # what the kernel checks after every cell, this shell checks too
         bound.update(shell.user_ns)
-        callers = iter(writers)
+        callers = iter(zip(writers, clocks))
         caller = None
         signal.signal(signal.SIGALRM, _interrupt)
         for index, cell in enumerate(cells):
@@ -225,13 +229,14 @@ def _program(cells, writers, go, timeout, root):
                     break
                 if caller is not None:
                     _kill(caller)
-                writer = next(callers)
+                writer, clock = next(callers)
                 names = student_names(shell.user_ns, bound)
                 caller = _fork()
                 if caller == 0:
                     again = [cell for cell in cells[:index] if cell.get("again")]
-                    _caller(json.loads(started), shell.user_ns, writer, names, again)  # never returns
+                    _caller(json.loads(started), shell.user_ns, writer, names, again, clock)  # never returns
                 os.close(writer)
+                os.close(clock)
                 continue
             before, asked = dict(shell.user_ns), questions()
             plain = program.plain_values(shell.user_ns) if cell["kind"] == "student" else {}
@@ -275,7 +280,7 @@ def student_names(namespace, bound) -> list[str]:
                   and bound.get(name, program.MISSING) is not value)
 
 
-def _caller(started, namespace, writer, names, again=()):
+def _caller(started, namespace, writer, names, again=(), clock=None):
     """In a caller forked from the program: the test cell's calls (`started["source"]`, slicing.split) run
     with the student's namespace, inside a running event loop as a kernel's cells do, and each call of a
     student's function sends its result to the judge on `writer`. The exercises judged before this one are
@@ -283,7 +288,7 @@ def _caller(started, namespace, writer, names, again=()):
     of them is judged on its own. `again`: the student's cells before the test that program.OnEachMachine
     runs again on another machine. Never returns."""
     try:
-        _only_descriptors([writer])
+        _only_descriptors([writer] if clock is None else [writer, clock])
         _one_thread()
         from . import boundary
         from .checks import core
@@ -301,11 +306,28 @@ def _caller(started, namespace, writer, names, again=()):
 
         pristine = program.plain_values(namespace)  # before any call of the test's changes them
         with simulated_machine(STUDENTS_MACHINE):  # as in the judge: the test runs on the students' machine
-            scope = program.OnEachMachine(namespace, names, lambda: _again_here(
-                again, {**namespace, **copy.deepcopy(pristine)}, started["solutions"], names))
+            scope = program.OnEachMachine(namespace, names, lambda: _paused(clock, lambda: _again_here(
+                again, {**namespace, **copy.deepcopy(pristine)}, started["solutions"], names)))
             loop.run_until_complete(calls())
     finally:
         os._exit(0)
+
+
+def _paused(clock, work):
+    """`work()`, while the test's clock stands still: the caller tells its parent on `clock` when the student's
+    cells start and end running again on another machine (run_test), as a student's slow training cell took its
+    time once on their own machine."""
+    _tell(clock, b"(")
+    try:
+        return work()
+    finally:
+        _tell(clock, b")")
+
+
+def _tell(fd, what):
+    if fd is not None:
+        with contextlib.suppress(OSError):  # the parent no longer listens: the test has ended
+            os.write(fd, what)
 
 
 def _again_here(again, namespace, solutions, names):
@@ -397,21 +419,42 @@ def _judged(namespace, names) -> dict:
     return judged
 
 
-def run_test(cell, judged, namespace, timeout, calls, own=(), seed=0) -> dict:
+def run_test(cell, judged, namespace, timeout, calls, own=(), seed=0, clock=None, paused=None) -> dict:
     """One test cell's judge, forked, running `judged` (the judge's side of the cell, slicing.split); its
     result, or why it has none (died, timed out). It reads the student's names, then each call's result,
-    from its caller on `calls`."""
+    from its caller on `calls`. While the caller says on `clock` that it runs the student's cells again on
+    another machine (`_paused`), the test's clock stands still, up to RUN_AGAIN_ALLOWANCE times `timeout`;
+    `paused()` is called the first time."""
     reader, writer = os.pipe()
     pid = _fork()
     if pid == 0:
         _judge({**cell, "source": judged}, namespace, writer, calls, seed)  # never returns
     os.close(writer)
     received, deadline, timed_out = b"", time.monotonic() + timeout, False
+    watched, held, stopped, said = [reader, *([clock] if clock is not None else [])], 0.0, None, False
     while True:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([reader], [], [], left)[0]:
+        now = time.monotonic()
+        standing = held + (now - stopped if stopped is not None else 0.0)  # the clock stood still this long
+        left = deadline + min(standing, timeout * RUN_AGAIN_ALLOWANCE) - now
+        if left <= 0:
             timed_out = True
             break
+        ready = select.select(watched, [], [], left)[0]
+        if not ready:  # the deadline again: the clock may have stood still meanwhile
+            continue
+        if clock in ready:
+            told, now = os.read(clock, 4096), time.monotonic()
+            if not told:  # the caller has ended
+                watched.remove(clock)
+            for mark in told or b")":
+                if mark == ord("(") and stopped is None:
+                    if paused is not None and not said:
+                        paused()
+                    stopped, said = now, True
+                elif mark == ord(")") and stopped is not None:
+                    held, stopped = held + now - stopped, None
+        if reader not in ready:
+            continue
         chunk = os.read(reader, 65536)
         if not chunk:
             break

@@ -22,7 +22,7 @@ from nbgrader.preprocessors import (ClearHiddenTests, ClearSolutions, Deduplicat
                                      SaveAutoGrades)
 from traitlets import Bool, Enum, Integer
 
-from autograder.kernel import CELL_TIMEOUT_S
+from autograder.kernel import CELL_TIMEOUT_S, PAUSED_RECORD, RUN_AGAIN_ALLOWANCE
 from autograder.messages import message, printable
 
 from ..authoring.monolingual import source_to_traditional
@@ -646,8 +646,10 @@ OVER_BUDGET = ["over budget"]  # what read_records returns when the whole gradin
 def read_records(fd, deadlines, ends=None) -> list[str]:
     """The verdict's lines, each within its deadline after the one before (`deadlines`, in seconds; the
     last one's for any line past them): past a deadline, or RECORDS_LIMIT bytes, the rest is not waited for.
+    Where the verdict says a test's clock stands still (PAUSED_RECORD: its caller runs the student's cells
+    again on another machine), that record may take RUN_AGAIN_ALLOWANCE times its deadline more, once.
     `ends` (time.monotonic()): the notebook's grading budget; OVER_BUDGET when the verdict had not ended by then."""
-    pending, lines, total = b"", [], 0
+    pending, lines, total, extended = b"", [], 0, False
     deadline = time.monotonic() + deadlines[0]
     while total < RECORDS_LIMIT:
         over_budget = ends is not None and ends < deadline
@@ -662,8 +664,13 @@ def read_records(fd, deadlines, ends=None) -> list[str]:
         total += len(chunk)
         *done, pending = (pending + chunk).split(b"\n")
         for line in done:
+            if line.decode("utf-8", "replace") == PAUSED_RECORD:
+                if not extended:
+                    deadline += RUN_AGAIN_ALLOWANCE * deadlines[min(len(lines), len(deadlines) - 1)]
+                extended = True
+                continue
             lines.append(line.decode("utf-8", "replace"))
-            deadline = time.monotonic() + deadlines[min(len(lines), len(deadlines) - 1)]
+            deadline, extended = time.monotonic() + deadlines[min(len(lines), len(deadlines) - 1)], False
     return lines
 
 

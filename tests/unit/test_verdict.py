@@ -13,6 +13,8 @@ from nbgrader.utils import determine_grade
 
 from autograder import diagnostics, verdict
 from autograder.boundary import JudgeOnlyCall
+from autograder.kernel import RUN_AGAIN_ALLOWANCE
+from autograder.simulate import MACHINES
 from course.plugins.autograde import DecideGrades, VerdictUnavailable, decided_outputs, read_records, verdict_cell
 from support.messages import shows
 
@@ -54,6 +56,48 @@ def test_the_grader_waits_for_each_record_no_longer_than_its_deadline(pauses, re
     thread.join()
     os.close(reader)
     os.close(writer)
+
+
+def test_a_test_whose_clock_stands_still_may_take_its_allowance_more_once():
+    """While a test's caller runs the student's cells again on another machine, the verdict says so once
+    (PAUSED_RECORD), and the grader allows that record RUN_AGAIN_ALLOWANCE times its deadline more; the line is
+    no record of its own, and a second one gives nothing more."""
+    reader, writer = os.pipe()
+    paused = {"paused": True}
+    lines = [(0.0, {"ready": True}), (0.0, paused), (0.0, paused), (1.5, {"grade_id": "a", "passed": True}),
+             (0.0, paused), (2.5, {"grade_id": "b", "passed": True})]  # 1.5 s and 2.5 s: one allowance each, 1 s a record
+    thread = threading.Thread(target=write_later, args=(writer, lines), daemon=True)
+    thread.start()
+    started = time.monotonic()
+    read = read_records(reader, [1.0, 0.4, 0.4])
+    assert [json.loads(line) for line in read] == [{"ready": True}, {"grade_id": "a", "passed": True}]
+    assert 3.0 < time.monotonic() - started < 4.0  # b was waited for until its deadline and allowance ended
+    thread.join()
+    os.close(reader)
+    os.close(writer)
+
+
+@pytest.mark.parametrize("marks, limits", [(b"", 1), (b"(", 1 + RUN_AGAIN_ALLOWANCE), (b"()(", 1 + RUN_AGAIN_ALLOWANCE),
+                                           (b"()", 1)], ids=["never", "never resumed", "twice", "at once"])
+def test_a_tests_clock_stands_still_while_cells_run_again_and_no_longer_than_its_allowance(marks, limits):
+    """run_test's judge waits for a caller that never sends a result: its test times out after its limit, plus
+    the time the caller said it ran cells again, up to RUN_AGAIN_ALLOWANCE limits; the grader is told once."""
+    calls, silent = os.pipe()
+    clock, caller = os.pipe()
+    os.write(caller, marks)
+    told = []
+    started = time.monotonic()
+    result = verdict.run_test({"grade_id": "t", "source": "pass"}, "pass", {}, 0.3, calls, clock=clock,
+                              paused=lambda: told.append(True))
+    took = time.monotonic() - started
+    assert result["key"] == "timed_out" and told == [True] * (b"(" in marks)
+    assert 0.3 * limits - 0.05 < took < 0.3 * limits + 0.5
+    for fd in (calls, silent, clock, caller):
+        os.close(fd)
+
+
+def test_the_allowance_is_one_limit_for_each_machine_besides_the_students():
+    assert RUN_AGAIN_ALLOWANCE == len(MACHINES) - 1
 
 
 def test_a_verdict_still_running_when_the_grading_budget_ends_is_over_budget():
