@@ -11,9 +11,10 @@ MEMORY_BYTES = 6 * 2**30  # RLIMIT_DATA of one process: also where CUDA is prese
 CPU_SECONDS = 600  # RLIMIT_CPU of one process
 CELL_TIMEOUT_S = 120  # wall-clock seconds one cell may run
 # Where a test simulates other machines, its caller runs the student's cells again on each (autograder/program.py):
-# that time is not the test's, up to this many times its limit, one for each simulated machine besides the
-# students' (simulate.MACHINES). The verdict's parent stops the test's clock meanwhile and says so, once a test,
-# with this record; the grader then allows the test as much more (DecideGrades.verdict, read_records).
+# that time is not the test's, up to this many cell limits for each student cell before the test, one for each
+# simulated machine besides the students' (simulate.MACHINES; DecideGrades.with_limits' `allowance`). The
+# verdict's parent stops the test's clock meanwhile and says so, once a test, with this record; the grader then
+# allows the test as much more (read_records).
 RUN_AGAIN_ALLOWANCE = 4
 PAUSED_RECORD = '{"paused": true}'
 

@@ -31,6 +31,7 @@ from .simulate import Machine, simulated_now, simulations
 # and a question a function asks when called, have the same answer on a GPU grader and a CPU one: the same
 # points. A test that judges another machine simulates it around its calls (OnEachMachine).
 STUDENTS_MACHINE = Machine(present=None, built=None)
+_STUDENTS = (STUDENTS_MACHINE.present, STUDENTS_MACHINE.built)  # as simulated_now() tells a machine
 
 
 def mark_again(cells, namespace):
@@ -263,7 +264,7 @@ class OnEachMachine(dict):
         self.outside = simulations()
         # where the students' machine's calls work, and with which of the student's own modules and environment
         self.home, self.home_modules, self.home_environment = os.open(".", os.O_RDONLY), _own_modules(), dict(os.environ)
-        self.working = STUDENTS_MACHINE  # the machine whose folder and modules the caller works with now
+        self.working = _STUDENTS  # the machine whose folder and modules the caller works with now
 
     def __setitem__(self, name, value):  # bound by the test cell (its `model`, its loop's `rank`): the test's own
         self.names.discard(name)
@@ -274,8 +275,8 @@ class OnEachMachine(dict):
             return super().__getitem__(name)
         machine = simulated_now(inside=self.outside)
         if machine is None:
-            machine = STUDENTS_MACHINE
-        if machine != STUDENTS_MACHINE and machine not in self.machines:
+            machine = _STUDENTS
+        if machine != _STUDENTS and machine not in self.machines:
             try:
                 self.machines[machine] = self.define()
             except Exception:  # noqa: BLE001: no new shell here; the program's names, as before

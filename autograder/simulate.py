@@ -6,6 +6,7 @@ accelerator (`torch.accelerator.current_accelerator()`) while CUDA is not availa
 is simulated: no tensor is ever created on the pretended device.
 """
 import importlib
+import platform
 import types
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -48,8 +49,14 @@ _SIMULATED_GPU = SimpleNamespace(name="NVIDIA GPU (simulated)", major=9, minor=0
                                  multi_processor_count=132, is_integrated=False)
 
 
-def _machine(kind):
-    return "arm64" if kind == "mps" else "x86_64"
+_UNAME = platform.uname()  # the grader's, read before any simulation
+
+
+def _uname(built):
+    if built == "mps":
+        return _UNAME._replace(system="Darwin", release="23.5.0", version="Darwin Kernel Version 23.5.0",
+                               machine="arm64")
+    return _UNAME._replace(system="Linux", machine="x86_64")
 
 
 def _on_cuda(kind, built, answer):
@@ -100,13 +107,18 @@ _ANSWERS = {
     "torch._C._cuda_getDeviceCount": lambda kind, built: int(kind == "cuda"),
     "torch._C._mps_is_available": lambda kind, built: kind == "mps",
     "torch._C._accelerator_getAccelerator": lambda kind, built: torch.device(built) if built else None,
-    # the system around it: PyTorch for macOS runs on a Mac (an Apple GPU's on arm64, an Intel Mac's on x86_64),
-    # every other simulated machine is Linux (`if platform.system() == "Darwin" and torch.backends.mps.is_available()`).
-    # Not sys.platform: a value read by the standard library and IPython themselves
-    "platform.system": lambda kind, built: "Darwin" if built == "mps" else "Linux",
-    "platform.machine": lambda kind, built: _machine(kind),
-    "platform.mac_ver": lambda kind, built, *args: ("14.5", ("", "", ""), _machine(kind)) if built == "mps"
-    else ("", ("", "", ""), ""),
+    # the system around it: PyTorch for macOS runs on an Apple-silicon Mac (arm64: one whose GPU PyTorch cannot
+    # use is macOS in a virtual machine there, as on CI's macOS runners), every other simulated machine is Linux
+    # on x86_64 (`if platform.system() == "Darwin" and torch.backends.mps.is_available()`). Not sys.platform
+    # nor os.uname(): values the standard library, IPython and the sandbox read themselves
+    "platform.uname": lambda kind, built: _uname(built),
+    "platform.system": lambda kind, built: _uname(built).system,
+    "platform.machine": lambda kind, built: _uname(built).machine,
+    "platform.processor": lambda kind, built: "arm" if built == "mps" else "x86_64",
+    "platform.platform": lambda kind, built, aliased=False, terse=False:
+        "macOS-14.5-arm64-arm-64bit" if built == "mps" else f"Linux-{_uname(built).release}-x86_64-with-glibc2.36",
+    "platform.mac_ver": lambda kind, built, release="", versioninfo=("", "", ""), machine="":
+        ("14.5", ("", "", ""), "arm64") if built == "mps" else (release, versioninfo, machine),
 }
 _SIMULATED = []  # the machines simulated now, (kind, built), the innermost last
 _QUESTIONS = [0]  # how many questions a simulated machine has answered (`questions`)

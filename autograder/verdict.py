@@ -129,7 +129,8 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
             except OSError:  # the program has ended or stopped reading: the judge reads no names, and says so
                 pass
             result = run_test(cell, sides.judge, namespace, cell.get("timeout", timeout), reader, own, seed,
-                              clock=clock, paused=lambda: os.write(grader_fd, (PAUSED_RECORD + "\n").encode()))
+                              clock=clock, paused=lambda: os.write(grader_fd, (PAUSED_RECORD + "\n").encode()),
+                              allowance=cell.get("allowance"))
             os.close(reader)
             os.close(clock)
             if result.pop("never_reached", False):  # see REACHED: every later test is lost at once, not after its limit
@@ -419,12 +420,13 @@ def _judged(namespace, names) -> dict:
     return judged
 
 
-def run_test(cell, judged, namespace, timeout, calls, own=(), seed=0, clock=None, paused=None) -> dict:
+def run_test(cell, judged, namespace, timeout, calls, own=(), seed=0, clock=None, paused=None,
+             allowance=None) -> dict:
     """One test cell's judge, forked, running `judged` (the judge's side of the cell, slicing.split); its
     result, or why it has none (died, timed out). It reads the student's names, then each call's result,
     from its caller on `calls`. While the caller says on `clock` that it runs the student's cells again on
-    another machine (`_paused`), the test's clock stands still, up to RUN_AGAIN_ALLOWANCE times `timeout`;
-    `paused()` is called the first time."""
+    another machine (`_paused`), the test's clock stands still, up to `allowance` seconds
+    (DecideGrades.with_limits; default RUN_AGAIN_ALLOWANCE times `timeout`); `paused()` is called the first time."""
     reader, writer = os.pipe()
     pid = _fork()
     if pid == 0:
@@ -435,7 +437,7 @@ def run_test(cell, judged, namespace, timeout, calls, own=(), seed=0, clock=None
     while True:
         now = time.monotonic()
         standing = held + (now - stopped if stopped is not None else 0.0)  # the clock stood still this long
-        left = deadline + min(standing, timeout * RUN_AGAIN_ALLOWANCE) - now
+        left = deadline + min(standing, timeout * RUN_AGAIN_ALLOWANCE if allowance is None else allowance) - now
         if left <= 0:
             timed_out = True
             break

@@ -447,13 +447,16 @@ class DecideGrades(NbGraderPreprocessor):
 
     def with_limits(self, cells) -> list[dict]:
         """The cells, each test cell with its own limit (`timeout`) in the verdict: its judge first waits
-        for the program to run the student's cells before it, each under the cell limit."""
-        timeout, waited = self.cell_timeout(), 0
+        for the program to run the student's cells before it, each under the cell limit. And how long its
+        clock may stand still while its caller runs the student's cells again on other machines (`allowance`):
+        RUN_AGAIN_ALLOWANCE times every student cell before it, from the top, each under the cell limit."""
+        timeout, waited, before = self.cell_timeout(), 0, 0
         for cell in cells:
             if cell["kind"] == "student":
-                waited += 1
+                waited, before = waited + 1, before + 1
             elif cell["kind"] == "test":
                 cell["timeout"], waited = timeout * (1 + waited), 0
+                cell["allowance"] = RUN_AGAIN_ALLOWANCE * timeout * max(before, 1)
         return cells
 
     def deadlines(self, cells) -> list[float]:
@@ -461,6 +464,10 @@ class DecideGrades(NbGraderPreprocessor):
         a margin for forks and kills. Kept here, outside the sandbox, where no student process can stop
         the clock (the verdict's parent keeps the same limits, but shares the sandbox with the student's code)."""
         return [self.start_seconds, *(cell["timeout"] + 10 for cell in cells if cell["kind"] == "test")]
+
+    def allowances(self, cells) -> list[float]:
+        """Seconds more each record may take where the verdict said its test's clock stood still (with_limits)."""
+        return [0, *(cell["allowance"] for cell in cells if cell["kind"] == "test")]
 
     def source_notebook(self, resources):
         """The assignment's source notebook, as the instructor wrote it; None where there is none."""
@@ -508,7 +515,7 @@ class DecideGrades(NbGraderPreprocessor):
                 box, process = self.start_sandboxed(folder, job_path, writer)
             os.close(writer)
             writer = None
-            lines = read_records(reader, self.deadlines(cells), ends=ends)
+            lines = read_records(reader, self.deadlines(cells), ends=ends, allowances=self.allowances(cells))
             if lines is OVER_BUDGET:
                 raise GradingOverBudget(message("grading_over_budget", seconds=budget))
         finally:
@@ -643,11 +650,12 @@ def placed(cells, source) -> list[dict]:
 OVER_BUDGET = ["over budget"]  # what read_records returns when the whole grading's budget ran out first
 
 
-def read_records(fd, deadlines, ends=None) -> list[str]:
+def read_records(fd, deadlines, ends=None, allowances=None) -> list[str]:
     """The verdict's lines, each within its deadline after the one before (`deadlines`, in seconds; the
     last one's for any line past them): past a deadline, or RECORDS_LIMIT bytes, the rest is not waited for.
     Where the verdict says a test's clock stands still (PAUSED_RECORD: its caller runs the student's cells
-    again on another machine), that record may take RUN_AGAIN_ALLOWANCE times its deadline more, once.
+    again on another machine), that record may take its `allowances` more, once (default: RUN_AGAIN_ALLOWANCE
+    times its deadline).
     `ends` (time.monotonic()): the notebook's grading budget; OVER_BUDGET when the verdict had not ended by then."""
     pending, lines, total, extended = b"", [], 0, False
     deadline = time.monotonic() + deadlines[0]
@@ -665,8 +673,9 @@ def read_records(fd, deadlines, ends=None) -> list[str]:
         *done, pending = (pending + chunk).split(b"\n")
         for line in done:
             if line.decode("utf-8", "replace") == PAUSED_RECORD:
+                index = min(len(lines), len(deadlines) - 1)
                 if not extended:
-                    deadline += RUN_AGAIN_ALLOWANCE * deadlines[min(len(lines), len(deadlines) - 1)]
+                    deadline += allowances[index] if allowances else RUN_AGAIN_ALLOWANCE * deadlines[index]
                 extended = True
                 continue
             lines.append(line.decode("utf-8", "replace"))

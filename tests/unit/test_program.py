@@ -98,3 +98,19 @@ def test_the_files_a_cell_wrote_and_read(tmp_path, monkeypatch):
 def test_a_plain_value_changed_by_a_cell_run_again_is_told_without_comparing_tensors(value, before, differs):
     value = eval(value) if isinstance(value, str) else value
     assert program._differs(value, before) is differs
+
+
+def test_a_test_on_the_students_own_machine_runs_no_cell_again():
+    """Only another machine than the students' (the program's) makes the student's cells again: a test that
+    simulates the students' own machine, or none, gets the program's names."""
+    from autograder.simulate import simulated_accelerator, simulated_machine
+
+    made = []
+    scope = program.OnEachMachine({"pick": len}, ["pick"],
+                                  lambda: made.append(True) or ({"pick": max}, None, None, None))
+    with simulated_machine(program.STUDENTS_MACHINE):
+        assert scope["pick"] is len
+    assert scope["pick"] is len and made == []
+    with simulated_accelerator("cuda"):
+        assert scope["pick"] is max
+    assert scope["pick"] is len and made == [True]

@@ -86,14 +86,18 @@ def test_a_simulated_mac_is_darwin_and_every_other_machine_linux(machine):
     torch.backends.mps.is_available()`) keeps its points on the simulated Apple GPU."""
     import platform
 
-    real = platform.system(), platform.machine(), platform.mac_ver()
+    def asked():
+        return (platform.system(), platform.machine(), platform.mac_ver(), platform.uname(), platform.platform(),
+                platform.processor())
+
+    real = asked()
     with simulated_machine(machine):
-        system, kind, (release, _, processor) = platform.system(), platform.machine(), platform.mac_ver()
-    mac = machine.built == "mps"
-    assert (system, bool(release)) == (("Darwin", True) if mac else ("Linux", False))
-    assert kind == processor if mac else (kind, processor) == ("x86_64", "")
-    assert (kind == "arm64") == (machine.present == "mps")
-    assert (platform.system(), platform.machine(), platform.mac_ver()) == real
+        system, kind, (release, _, mac_machine), uname, named, processor = asked()
+    mac = machine.built == "mps"  # an Apple-silicon Mac, whose GPU a virtual machine cannot use
+    assert (system, kind, bool(release)) == (("Darwin", "arm64", True) if mac else ("Linux", "x86_64", False))
+    assert (uname.system, uname.machine) == (system, kind) and named.startswith("macOS" if mac else "Linux")
+    assert mac_machine == ("arm64" if mac else "") and processor == ("arm" if mac else "x86_64")
+    assert asked() == real
 
 
 def test_everything_is_restored_afterwards():

@@ -100,6 +100,18 @@ def test_the_allowance_is_one_limit_for_each_machine_besides_the_students():
     assert RUN_AGAIN_ALLOWANCE == len(MACHINES) - 1
 
 
+def test_a_tests_allowance_counts_every_student_cell_before_it_and_its_limit_those_since_the_last_test():
+    """A cell run again on another machine is any of the notebook's from the top (program.mark_again): a
+    slow cell early in the notebook is run again for every later test that simulates a machine."""
+    kinds = ["student", "test", "student", "student", "test", "test"]
+    decide = DecideGrades(timeout=10)
+    cells = decide.with_limits([{"kind": kind} for kind in kinds])
+    tests = [cell for cell in cells if cell["kind"] == "test"]
+    assert [cell["timeout"] for cell in tests] == [20, 30, 10]
+    assert [cell["allowance"] for cell in tests] == [RUN_AGAIN_ALLOWANCE * 10 * n for n in (1, 3, 3)]
+    assert decide.allowances(cells) == [0, *(cell["allowance"] for cell in tests)]
+
+
 def test_a_verdict_still_running_when_the_grading_budget_ends_is_over_budget():
     """The grading process keeps the notebook's whole budget (SafeExecute.grading_timeout): a verdict that sends
     each line just within its own deadline is stopped when the budget ends, and the notebook is not graded."""
