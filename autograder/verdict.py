@@ -57,7 +57,7 @@ import torch
 
 from . import slicing
 from .diagnostics import diagnosis, render
-from .kernel import PAUSED_RECORD, RUN_AGAIN_ALLOWANCE
+from .kernel import PAUSED_RECORD
 from .linux import close_all_but
 from . import program
 from .program import STUDENTS_MACHINE
@@ -130,7 +130,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
                 pass
             result = run_test(cell, sides.judge, namespace, cell.get("timeout", timeout), reader, own, seed,
                               clock=clock, paused=lambda: os.write(grader_fd, (PAUSED_RECORD + "\n").encode()),
-                              allowance=cell.get("allowance"))
+                              allowance=cell.get("allowance", 0.0))
             os.close(reader)
             os.close(clock)
             if result.pop("never_reached", False):  # see REACHED: every later test is lost at once, not after its limit
@@ -421,12 +421,12 @@ def _judged(namespace, names) -> dict:
 
 
 def run_test(cell, judged, namespace, timeout, calls, own=(), seed=0, clock=None, paused=None,
-             allowance=None) -> dict:
+             allowance=0.0) -> dict:
     """One test cell's judge, forked, running `judged` (the judge's side of the cell, slicing.split); its
     result, or why it has none (died, timed out). It reads the student's names, then each call's result,
     from its caller on `calls`. While the caller says on `clock` that it runs the student's cells again on
     another machine (`_paused`), the test's clock stands still, up to `allowance` seconds
-    (DecideGrades.with_limits; default RUN_AGAIN_ALLOWANCE times `timeout`); `paused()` is called the first time."""
+    (DecideGrades.with_limits); `paused()` is called the first time."""
     reader, writer = os.pipe()
     pid = _fork()
     if pid == 0:
@@ -437,7 +437,7 @@ def run_test(cell, judged, namespace, timeout, calls, own=(), seed=0, clock=None
     while True:
         now = time.monotonic()
         standing = held + (now - stopped if stopped is not None else 0.0)  # the clock stood still this long
-        left = deadline + min(standing, timeout * RUN_AGAIN_ALLOWANCE if allowance is None else allowance) - now
+        left = deadline + min(standing, allowance) - now
         if left <= 0:
             timed_out = True
             break

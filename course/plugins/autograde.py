@@ -654,8 +654,8 @@ def read_records(fd, deadlines, ends=None, allowances=None) -> list[str]:
     """The verdict's lines, each within its deadline after the one before (`deadlines`, in seconds; the
     last one's for any line past them): past a deadline, or RECORDS_LIMIT bytes, the rest is not waited for.
     Where the verdict says a test's clock stands still (PAUSED_RECORD: its caller runs the student's cells
-    again on another machine), that record may take its `allowances` more, once (default: RUN_AGAIN_ALLOWANCE
-    times its deadline).
+    again on another machine), that record may take its `allowances` more, once (DecideGrades.allowances; none
+    where there are none).
     `ends` (time.monotonic()): the notebook's grading budget; OVER_BUDGET when the verdict had not ended by then."""
     pending, lines, total, extended = b"", [], 0, False
     deadline = time.monotonic() + deadlines[0]
@@ -675,7 +675,7 @@ def read_records(fd, deadlines, ends=None, allowances=None) -> list[str]:
             if line.decode("utf-8", "replace") == PAUSED_RECORD:
                 index = min(len(lines), len(deadlines) - 1)
                 if not extended:
-                    deadline += allowances[index] if allowances else RUN_AGAIN_ALLOWANCE * deadlines[index]
+                    deadline += allowances[index] if allowances else 0
                 extended = True
                 continue
             lines.append(line.decode("utf-8", "replace"))

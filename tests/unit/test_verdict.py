@@ -69,7 +69,7 @@ def test_a_test_whose_clock_stands_still_may_take_its_allowance_more_once():
     thread = threading.Thread(target=write_later, args=(writer, lines), daemon=True)
     thread.start()
     started = time.monotonic()
-    read = read_records(reader, [1.0, 0.4, 0.4])
+    read = read_records(reader, [1.0, 0.4, 0.4], allowances=[0, 1.6, 1.6])
     assert [json.loads(line) for line in read] == [{"ready": True}, {"grade_id": "a", "passed": True}]
     assert 3.0 < time.monotonic() - started < 4.0  # b was waited for until its deadline and allowance ended
     thread.join()
@@ -88,7 +88,7 @@ def test_a_tests_clock_stands_still_while_cells_run_again_and_no_longer_than_its
     told = []
     started = time.monotonic()
     result = verdict.run_test({"grade_id": "t", "source": "pass"}, "pass", {}, 0.3, calls, clock=clock,
-                              paused=lambda: told.append(True))
+                              paused=lambda: told.append(True), allowance=0.3 * RUN_AGAIN_ALLOWANCE)
     took = time.monotonic() - started
     assert result["key"] == "timed_out" and told == [True] * (b"(" in marks)
     assert 0.3 * limits - 0.05 < took < 0.3 * limits + 0.5
