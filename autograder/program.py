@@ -160,16 +160,23 @@ def own_folder(root):
 
 
 # The program's files a cell run again starts from (`listed_files`, `_again_folder`): no more than this many, so
-# that listing them before each student cell costs little; above this many bytes they are linked, not copied
-_FILES_LIMIT, _FILES_BYTES = 20_000, 64 * 2**20
+# that listing them before each student cell costs little; above this many bytes they are linked, not copied.
+# A folder below the program's with more entries than _DATA_SET_ENTRIES is a data set (an image folder unpacked
+# beside the notebook: MNIST as files is 70,000): listed as one entry, its files not one by one
+_FILES_LIMIT, _FILES_BYTES, _DATA_SET_ENTRIES = 20_000, 64 * 2**20, 1_000
 
 
 def listed_files() -> dict | None:
     """The paths in the program's folder, relative to it, each with its size, modification and access times
-    (zeros for a folder); None where there are more than _FILES_LIMIT, or they could not be listed."""
+    (zeros for a folder); None where there are more than _FILES_LIMIT, or they could not be listed. A data set's
+    folder (_DATA_SET_ENTRIES) is listed, not what it holds: what a cell made there, wrote or read is not seen,
+    while a data set a cell made is (its folder is new)."""
     found = {}
     try:
         for parent, folders, names in os.walk(_PROGRAM_FOLDER[0]):
+            if parent != _PROGRAM_FOLDER[0] and len(folders) + len(names) > _DATA_SET_ENTRIES:
+                folders.clear()  # os.walk goes no deeper
+                continue
             for name in folders + names:
                 path = os.path.join(parent, name)
                 state = os.lstat(path)

@@ -23,6 +23,29 @@ def test_cells_run_again_in_a_folder_without_the_files_they_made(tmp_path, monke
     assert program._again_folder([{"again": True, "made": None}]) is None  # unknown: the program's own folder
 
 
+def test_a_data_set_of_many_files_is_one_entry_and_cells_still_run_again_apart(tmp_path, monkeypatch):
+    """A data set unpacked beside the notebook (more files than the program lists) is listed as its folder: the
+    cells run again still get a folder of their own, without what they made (attacks-machines.toml,
+    a-data-set-of-more-than-twenty-thousand-files-then-a-setup-cell-that-makes-a-folder)."""
+    own = tmp_path / "program-x"
+    (own / "data" / "train").mkdir(parents=True)
+    monkeypatch.setattr(program, "_PROGRAM_FOLDER", [str(own)])
+    monkeypatch.setattr(program, "_FILES_LIMIT", 50)
+    monkeypatch.setattr(program, "_DATA_SET_ENTRIES", 20)
+    for sample in range(60):  # more than the program lists, in a folder of a data set's size
+        (own / "data" / "train" / f"{sample:05d}.txt").write_text(str(sample % 10))
+    before = program.listed_files()
+    assert set(before) == {"data", "data/train"}
+    (own / "checkpoints").mkdir()
+    made = program.touched(before)[0]
+    assert made == {"checkpoints"}
+    folder = program._again_folder([{"again": True, "made": made}])
+    assert sorted(os.listdir(folder)) == ["data"] and len(os.listdir(os.path.join(folder, "data", "train"))) == 60
+    for sample in range(60):  # a data set at the top is listed file by file: past the limit, nothing is
+        (own / f"{sample}.txt").write_text("1")
+    assert program.listed_files() is None
+
+
 @pytest.mark.parametrize("source, mentioned, assigned", [
     ("from devices import DEVICE", {"devices"}, {"DEVICE"}),  # the module too: a cell run again imports it anew
     ("device_name = 'cpu'", {"device_name"}, {"device_name"}),  # bound, though the very same string as before
