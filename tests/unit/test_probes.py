@@ -3,8 +3,8 @@ import torch
 from torch import nn
 
 from autograder.checks.core import _device_of
-from autograder.probes import (autocast_seen, count_transfers, global_rng_kept, meta_standing_for, on_stand_in,
-                               save_as_if_from_cuda)
+from autograder.probes import (autocast_seen, count_transfers, global_rng_kept, meta_copies_skipped, meta_standing_for,
+                               on_stand_in, save_as_if_from_cuda)
 from autograder.simulate import simulated_accelerator
 
 
@@ -112,6 +112,40 @@ def test_cuda_checkpoint_loads_with_map_location(cuda_checkpoint, target):
     assert {t.device.type for t in loaded.values()} == {target}
     if target == "cpu":
         assert all(torch.equal(loaded[k], original[k]) for k in original)
+
+
+def _load_then_move(path, model, device):
+    model.load_state_dict(torch.load(path, map_location=device, weights_only=True))
+    return model.to(device)
+
+
+def _move_then_load(path, model, device):
+    model.to(device).load_state_dict(torch.load(path, map_location=device, weights_only=True))
+    return model
+
+
+def _load_on_the_cpu_then_move(path, model, device):
+    model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    return model.to(device)
+
+
+def _load_without_moving(path, model, device):  # the classic mistake: load_state_dict copies into the CPU model
+    model.load_state_dict(torch.load(path, map_location=device, weights_only=True))
+    return model
+
+
+@pytest.mark.parametrize("answer, ends_on", [(_load_then_move, "meta"), (_move_then_load, "meta"),
+                                             (_load_on_the_cpu_then_move, "meta"), (_load_without_moving, "cpu")])
+def test_a_checkpoint_mapped_to_meta_loads_into_a_cpu_model_and_stays_unless_moved(cuda_checkpoint, answer, ends_on):
+    path, _ = cuda_checkpoint
+    model = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
+    model[0].load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    torch.save(model.state_dict(), path)
+    with pytest.raises(RuntimeError, match="meta"):  # what the probe is for
+        _load_then_move(path, nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2)), "meta")
+    with meta_copies_skipped():
+        loaded = answer(path, model, torch.device("meta"))
+    assert {_device_of(t).type for t in loaded.state_dict().values()} == {ends_on}
 
 
 # The meta device standing in for an accelerator: what a CPU grader cannot run, seen from an answer's side.
