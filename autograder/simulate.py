@@ -68,6 +68,27 @@ def _on_cuda(kind, built, answer):
     raise RuntimeError("Found no NVIDIA driver on your system.")
 
 
+def _on_mps(kind, answer):
+    """`answer` where an Apple GPU is simulated; elsewhere the error PyTorch raises there."""
+    if kind == "mps":
+        return answer
+    raise RuntimeError("MPS backend is not available")
+
+
+class _SimulatedStream:
+    """What `torch.cuda.current_stream()` gives on the simulated GPU: a stream with nothing queued."""
+    device = torch.device("cuda", 0)
+
+    def synchronize(self):
+        return None
+
+    def query(self):
+        return True
+
+    def wait_stream(self, stream):
+        return None
+
+
 # What each function answers on a simulated machine (its accelerator `kind`, its build `built`).
 _ANSWERS = {
     "torch.cuda.is_available": lambda kind, built: kind == "cuda",
@@ -94,6 +115,30 @@ _ANSWERS = {
     "torch.cuda.memory_summary": lambda kind, built, device=None, abbreviated=False: _on_cuda(kind, built, ""),
     "torch.cuda.get_arch_list": lambda kind, built: ["sm_90"] if built == "cuda" else [],
     "torch.accelerator.synchronize": lambda kind, built, device=None: None,
+    # what a setup cell may set or read on a machine with a GPU, as the lessons show (08 and 13: sync debugging;
+    # a shared GPU's share; its streams and generator; cuDNN and NCCL, which come with CUDA)
+    "torch.cuda.set_sync_debug_mode": lambda kind, built, debug_mode: _on_cuda(kind, built, None),
+    "torch.cuda.get_sync_debug_mode": lambda kind, built: _on_cuda(kind, built, 0),
+    "torch.cuda.set_per_process_memory_fraction": lambda kind, built, fraction, device=None: _on_cuda(kind, built, None),
+    "torch.cuda.current_stream": lambda kind, built, device=None: _on_cuda(kind, built, _SimulatedStream()),
+    "torch.cuda.get_rng_state": lambda kind, built, device="cuda":
+        _on_cuda(kind, built, torch.zeros(16, dtype=torch.uint8)),
+    "torch.backends.cudnn.is_available": lambda kind, built: built == "cuda",  # the build's, GPU or not
+    "torch.backends.cudnn.version": lambda kind, built: 91002 if built == "cuda" else None,
+    "torch.distributed.is_nccl_available": lambda kind, built: built == "cuda",
+    "torch.accelerator.set_device_index": lambda kind, built, device: None if kind else _on_cuda(kind, built, None),
+    # an Apple GPU's: `torch.manual_seed` seeds it where PyTorch is built for it (torch._C._has_mps, simulated)
+    "torch.mps.manual_seed": lambda kind, built, seed: None,
+    "torch.mps.seed": lambda kind, built: None,
+    "torch.mps.get_rng_state": lambda kind, built, device="mps": _on_mps(kind, torch.zeros(16, dtype=torch.uint8)),
+    "torch.mps.set_rng_state": lambda kind, built, new_state, device="mps": _on_mps(kind, None),
+    "torch.mps.synchronize": lambda kind, built: _on_mps(kind, None),
+    "torch.mps.empty_cache": lambda kind, built: _on_mps(kind, None),
+    "torch.mps.set_per_process_memory_fraction": lambda kind, built, fraction: _on_mps(kind, None),
+    "torch.mps.current_allocated_memory": lambda kind, built: _on_mps(kind, 0),
+    "torch.mps.driver_allocated_memory": lambda kind, built: _on_mps(kind, 0),
+    "torch.mps.recommended_max_memory": lambda kind, built: _on_mps(kind, 16 * 2**30),
+    "torch.mps.device_count": lambda kind, built: int(kind == "mps"),
     "torch.backends.cuda.is_built": lambda kind, built: built == "cuda",
     "torch.backends.mps.is_available": lambda kind, built: kind == "mps",
     "torch.backends.mps.is_built": lambda kind, built: built == "mps",

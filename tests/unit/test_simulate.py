@@ -17,6 +17,19 @@ APIS = {
     "torch.mps.device_count()": lambda: torch.mps.device_count(),
     "torch.version.cuda is not None": lambda: torch.version.cuda is not None,
     "torch.cuda.is_bf16_supported()": lambda: torch.cuda.is_bf16_supported(),
+    "torch.backends.cudnn.is_available()": lambda: torch.backends.cudnn.is_available(),
+    "torch.backends.cudnn.version() is not None": lambda: torch.backends.cudnn.version() is not None,
+    "torch.distributed.is_nccl_available()": lambda: torch.distributed.is_nccl_available(),
+}
+
+# what a setup cell may do on a machine with a GPU (the lessons' sync debugging, a shared GPU's share, its stream
+# and generator, seeding every device): each works where that GPU is simulated, and nowhere else
+SETUP_CALLS = {
+    "cuda": [lambda: torch.cuda.set_sync_debug_mode("warn"), lambda: torch.cuda.get_sync_debug_mode(),
+             lambda: torch.cuda.set_per_process_memory_fraction(0.5), lambda: torch.cuda.current_stream().synchronize(),
+             lambda: torch.cuda.get_rng_state()],
+    "mps": [lambda: torch.mps.synchronize(), lambda: torch.mps.empty_cache(), lambda: torch.mps.get_rng_state(),
+            lambda: torch.mps.current_allocated_memory(), lambda: torch.mps.set_per_process_memory_fraction(0.5)],
 }
 
 
@@ -173,3 +186,25 @@ def test_reading_the_build_from_torch_version_is_a_question(read):
     with simulated_machine(Machine(None, "cuda")):
         assert read() == "13.0"
     assert questions() == before + 1
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=str)
+@pytest.mark.parametrize("gpu", SETUP_CALLS)
+def test_what_a_setup_cell_does_with_a_gpu_works_where_that_gpu_is_simulated_only(machine, gpu):
+    with simulated_machine(machine):
+        for call in SETUP_CALLS[gpu]:
+            if machine.present == gpu:
+                call()
+            else:
+                with pytest.raises((RuntimeError, AssertionError)):
+                    call()
+        torch.manual_seed(0)  # seeds every device the build has, on every machine
+        if machine.present:
+            torch.accelerator.set_device_index(0)
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=str)
+def test_cudnn_and_nccl_come_with_the_cuda_build_gpu_or_not(machine):
+    answers = seen(machine)
+    assert answers["torch.backends.cudnn.is_available()"] == answers["torch.distributed.is_nccl_available()"] \
+        == (machine.built == "cuda")
