@@ -239,34 +239,39 @@ def _program(cells, writers, clocks, go, timeout, root):
                 os.close(writer)
                 os.close(clock)
                 continue
-            before, asked = dict(shell.user_ns), questions()
-            plain = program.plain_values(shell.user_ns) if cell["kind"] == "student" else {}
-            files = program.listed_files() if cell["kind"] == "student" else None
-            # the student's cells run on the students' machine; the instructor's, as in the judge, on the grader's
-            machine = simulated_machine(STUDENTS_MACHINE) if cell["kind"] == "student" else contextlib.nullcontext()
-            signal.alarm(timeout)  # as the kernel's cell timeout interrupts a cell
-            try:
-                with machine:
-                    program.run_cell(shell, loop, cell["source"])
-            except BaseException:  # noqa: BLE001: an interrupt between two statements of the shell
-                pass
-            finally:
-                signal.alarm(0)
-            changed = {name: value for name, value in shell.user_ns.items()
-                       if before.get(name, program.MISSING) is not value}
-            if cell["kind"] == "trusted":  # what the instructor's cells bind is not the student's
-                bound.update(changed)
-            else:  # what it takes to make this cell again on another machine (program.mark_again)
-                mentioned, assigned = program.cell_names(shell, cell["source"])
-                made, wrote, read = program.touched(files)  # a file passes data on as a name does: "file " + its path
-                cell.update(plain=plain, made=made, mentioned=mentioned | {f"file {path}" for path in read},
-                            bound=assigned | set(changed) | {f"file {path}" for path in wrote},
-                            again=questions() != asked or any(callable(value) for value in changed.values()))
-                program.mark_again([each for each in cells[:index + 1] if each["kind"] == "student"], shell.user_ns)
+            # every cell runs on the students' machine, the instructor's too (none asks about the machine): a student's
+            # input transformer, event hook or audit hook runs around it, and so does what reads the student's names
+            with simulated_machine(STUDENTS_MACHINE):
+                _program_cell(shell, loop, cell, cells, index, bound, timeout)
         while os.read(go, 1):  # the last caller's parent until the verdict ends
             pass
     finally:
         os._exit(0)
+
+
+def _program_cell(shell, loop, cell, cells, index, bound, timeout):
+    """Run the program's cell `index` as the kernel did; for a student's cell, note what it takes to make it again
+    on another machine (program.mark_again)."""
+    before, asked = dict(shell.user_ns), questions()
+    plain = program.plain_values(shell.user_ns) if cell["kind"] == "student" else {}
+    files = program.listed_files() if cell["kind"] == "student" else None
+    signal.alarm(timeout)  # as the kernel's cell timeout interrupts a cell
+    try:
+        program.run_cell(shell, loop, cell["source"])
+    except BaseException:  # noqa: BLE001: an interrupt between two statements of the shell
+        pass
+    finally:
+        signal.alarm(0)
+    changed = {name: value for name, value in shell.user_ns.items() if before.get(name, program.MISSING) is not value}
+    if cell["kind"] == "trusted":  # what the instructor's cells bind is not the student's
+        bound.update(changed)
+        return
+    mentioned, assigned = program.cell_names(shell, cell["source"])
+    made, wrote, read = program.touched(files)  # a file passes data on as a name does: "file " + its path
+    cell.update(plain=plain, made=made, mentioned=mentioned | {f"file {path}" for path in read},
+                bound=assigned | set(changed) | {f"file {path}" for path in wrote},
+                again=questions() != asked or any(callable(value) for value in changed.values()))
+    program.mark_again([each for each in cells[:index + 1] if each["kind"] == "student"], shell.user_ns)
 
 
 def _interrupt(signum, frame):
