@@ -54,6 +54,8 @@ import io
 import os
 import re
 import struct
+import sys
+import threading
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping, MutableMapping, MutableSequence
 
@@ -64,6 +66,7 @@ from torch.utils._python_dispatch import _disable_current_modes, _get_current_di
 
 from .checks.core import GRAD_FN_NAME
 from .checks.tensors import _reaches
+from . import integrity
 from .devices import has_data
 from .probes import TransferCounter
 
@@ -76,6 +79,10 @@ NAME_LIMIT = 40  # characters of the name of a parameter or buffer of a module t
 NODE_LIMIT = 100_000  # parts of one result
 NAMES_LIMIT = 10_000  # names of the student's program the judge makes stubs for
 _HEADER = struct.Struct("<Q")
+# what sends a report, as it was when the boundary was imported, before any student cell ran: a cell that
+# replaces torch.save rewrote every report (attacks-machines.toml, torch-save-patched-in-a-cell-rewrites-every-
+# callers-report); integrity watches these names too
+_save, _write, _BytesIO = torch.save, os.write, io.BytesIO
 _CONTAINERS = {"list": list, "tuple": tuple, "dict": dict, "OrderedDict": OrderedDict}
 _CONSTANTS = (type(None), bool, int, float, str)
 
@@ -154,7 +161,9 @@ class Recorder(_Side):
             before = [counter.tally() for counter in counters]
             try:
                 result = run(what, function, args, kwargs, then)
-            except AssertionError as failure:  # the call's diagnostic (not answered, raised, ...)
+                _no_hooks()  # what the student's code set to watch this process ends before the report is made
+                integrity.verify(what)
+            except AssertionError as failure:  # the call's diagnostic (not answered, raised, tampering, ...)
                 from .messages import typed_field
 
                 fields = getattr(failure, "course_fields", None) or {}
@@ -191,13 +200,23 @@ class Recorder(_Side):
                 or self.students is not None and id(type(module)) in self.students)
 
     def _send(self, report):
-        buffer = io.BytesIO()
-        torch.save(report, buffer)
+        buffer = _BytesIO()
+        _save(report, buffer)
         data = buffer.getvalue()
-        os.write(self.fd, _HEADER.pack(len(data)))
+        _write(self.fd, _HEADER.pack(len(data)))
         view = memoryview(data)
         while view:
-            view = view[os.write(self.fd, view):]
+            view = view[_write(self.fd, view):]
+
+
+def _no_hooks():
+    """End every profile and trace function the student's code set (`sys.setprofile` in a cell survives into
+    each caller, and saw the report made: attacks-machines.toml,
+    a-profile-hook-of-a-student-cell-rewrites-the-report-in-every-caller)."""
+    sys.setprofile(None)
+    sys.settrace(None)
+    threading.setprofile(None)
+    threading.settrace(None)
 
 
 class Judge(_Side):
@@ -310,7 +329,6 @@ def _reported(what, failure) -> AssertionError:
     what the error was: the caller ran the test cell, so no text it sends is shown as it is. A raised
     error is known by the names of its classes (`kinds`) and its text, which the test may read
     (`CallerError`, checks.assert_raises) and the grader shows only as PyTorch's known words (render)."""
-    from . import integrity
     from .checks.core import raised
     from .messages import diagnostic
 
