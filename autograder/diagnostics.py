@@ -16,10 +16,18 @@ DEVICE = re.compile(r"(cpu|meta|cuda|mps)(:\d{1,2})?")
 NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?|nan|inf")
 SEPARATORS = re.compile(r"[\s,()\[\]{}'\"=:<>#/→…+*-]*")
 FIELD_LIMIT = 240  # characters of one field
-# A field other than the call's label (`what`, which the test itself builds) may not repeat this many words
-# in a row (numbers aside) of the cell's hidden tests that its visible part does not hold: a string the
-# student's code returned or raised, read from the test's own frame, would carry a hidden test out.
-HIDDEN_RUN = 4
+# The largest whole number a field shows (a count, a size, a shape's length): an int has no size of its own, and
+# one of 614 digits carried 255 bytes of a hidden test out of a failed cell (attacks-slicing.toml,
+# loader-kwargs-sends-its-hidden-calls-out-as-one-large-number)
+NUMBER_LIMIT = 10**15
+# A field other than the call's label (`what`, which the test itself builds) may not repeat this many words or
+# numbers in a row of the cell's hidden tests that its visible part does not hold: a string the student's code
+# returned or raised, read from the test's own frame, would carry a hidden test out. Numbers count: a hidden line
+# that differs from a visible one in its numbers alone (`for rank in [2, 1, 0]:`) showed whole
+# (attacks-slicing.toml, save-on-rank-zero-returns-a-hidden-line-of-its-test)
+HIDDEN_RUN = 3
+# The longest number a string field shows as a word (a count, a size): digits are words of every cell
+NUMBER_DIGITS = 15
 
 
 def render(result, source, visible=None, own=()) -> str:
@@ -110,9 +118,10 @@ def _field(name, item, words, text, hidden=frozenset(), written=Written()):
         return value
     if kind == "dtype" and isinstance(value, str) and value in _dtypes():
         return value
-    if kind == "number" and type(value) in (int, float, bool):
+    if kind == "number" and (type(value) in (float, bool) or type(value) is int and abs(value) < NUMBER_LIMIT):
         return value
-    if kind == "shape" and isinstance(value, list) and len(value) <= 8 and all(type(v) is int for v in value):
+    if kind == "shape" and isinstance(value, list) and len(value) <= 8 \
+            and all(type(v) is int and abs(v) < NUMBER_LIMIT for v in value):
         return tuple(value)
     if kind == "str" and name == "error" and isinstance(value, str):
         # the exception's type, and of its text only PyTorch's own words for a mistake the checks know
@@ -138,11 +147,13 @@ def _hidden_runs(source, visible) -> set:
 
 
 def _runs(text) -> set:
-    words = [word for word in re.findall(r"\w+", text) if not word.isdigit()]
+    words = re.findall(r"\w+", text)
     return {tuple(words[i:i + HIDDEN_RUN]) for i in range(len(words) - HIDDEN_RUN + 1)}
 
 
 def _known(word, words) -> bool:
+    if sum(character.isdigit() for character in word) > NUMBER_DIGITS:  # a long int spells bytes of text
+        return False
     return (NUMBER.fullmatch(word) or DEVICE.fullmatch(word) or word in _dtypes()
             or all(part in words or part.isdigit() for part in word.split(".") if part))
 

@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from autograder import diagnostics
 from course import classroom
 from course.plugins.autograde import DecideGrades, placed, solutions
 from support.notebooks import hidden_lines, source_notebook, verdict_cells
@@ -51,8 +52,7 @@ def leaked(attack) -> bool:
     return not attack["held"] and bool(attack["leaked"])
 
 
-@pytest.mark.parametrize("attack", cases(leaked, "a layer name the caller sends is shown in `what`, where every "
-                                                 "word of the whole cell may stand"))
+@pytest.mark.parametrize("attack", cases(leaked, "a hidden line reaches the diagnostic"))
 def test_no_hidden_line_reaches_the_diagnostic(attack):
     decided = records(attack)
     hidden = {line for line in hidden_lines(source_notebook(attack["assignment"]), regions=("HIDDEN TESTS",))
@@ -60,3 +60,11 @@ def test_no_hidden_line_reaches_the_diagnostic(attack):
     shown = "\n".join(record.get("message") or "" for record in decided.values())
     assert not attack["leaked"] or attack["leaked"] in hidden  # what the corpus says leaked is a hidden line
     assert not [line for line in hidden if re.sub(r"\s+", " ", line) in shown]
+
+
+@pytest.mark.parametrize("attack", cases(leaked, "a hidden line reaches the diagnostic"))
+def test_no_number_long_enough_to_spell_a_hidden_line_reaches_the_diagnostic(attack):
+    """A number of hundreds of digits carried a hidden test's calls, compressed, out of a failed cell
+    (loader-kwargs-sends-its-hidden-calls-out-as-one-large-number)."""
+    shown = "\n".join(record.get("message") or "" for record in records(attack).values())
+    assert not re.search(r"\d{%d}" % (diagnostics.NUMBER_DIGITS + 1), shown.replace(",", ""))

@@ -135,6 +135,20 @@ def test_a_hidden_run_of_words_is_dots_even_when_each_word_is_visible_alone():
     assert "gamma delta alpha beta" in diagnostics.render({"key": "expected_none", "fields": fields}, source, visible)
 
 
+@pytest.mark.parametrize("hidden, visible", [
+    ("for rank in [2, 1, 0]:", "for rank in [1, 0]:"),  # a4 save_on_rank_zero's: the numbers alone differ
+    ("torch.manual_seed(1)", "torch.manual_seed(0)"),  # a3: the seed of the hidden inputs
+], ids=["its-numbers", "a-seed"])
+def test_a_hidden_line_that_differs_from_a_visible_one_in_its_numbers_alone_is_dots(hidden, visible):
+    """attacks-slicing.toml, save-on-rank-zero-returns-a-hidden-line-of-its-test: the caller returned it."""
+    source = f"{visible}\n### BEGIN HIDDEN TESTS\n{hidden}\n### END HIDDEN TESTS\n"
+    fields = {"what": {"str": "f(x)"}, "found": {"str": hidden}, "hint": {"text": "hint_no_tensors"}}
+    shown = diagnostics.render({"key": "expected_none", "fields": fields}, source, visible + "\n")
+    assert hidden not in shown and shows(shown, "expected_none")
+    fields["found"] = {"str": visible}
+    assert visible in diagnostics.render({"key": "expected_none", "fields": fields}, source, visible + "\n")
+
+
 def test_the_tests_label_may_use_the_words_of_its_hidden_part():
     visible = "x = 1\n"
     source = visible + "### BEGIN HIDDEN TESTS\nclass HalfMoved: pass\n### END HIDDEN TESTS\n"
@@ -170,7 +184,7 @@ def test_a_literal_of_the_students_is_quoted_from_one_character_to_the_limit(lit
     assert written.message(literal) == (literal if quoted else None)
 
 
-HIDDEN_RUN_OF_FOUR = {("a", "b", "c", "d")}
+HIDDEN_RUN_OF_THREE = {("a", "b", "c")}
 LIMIT_LONG = ("x," * diagnostics.FIELD_LIMIT)[:diagnostics.FIELD_LIMIT]
 # (field name, (kind, value) as the judge typed it, what the diagnostic shows): a field is shown only as the
 # kind it claims to be, and only if it is that kind; anything else is "…"
@@ -184,11 +198,15 @@ FIELDS = {
     "number": ("found", ("number", 2.5), 2.5),
     "number-as-str": ("found", ("str", 5), "…"),
     "number-not-a-number": ("found", ("number", "x"), "…"),
+    "number-of-fifteen-digits": ("found", ("number", -(10**15 - 1)), -(10**15 - 1)),
+    "number-of-sixteen-digits": ("found", ("number", 10**15), "…"),  # a long int carries bytes of text
+    "number-of-614-digits": ("found", ("number", int.from_bytes(b"\xff" * 255, "big")), "…"),
     "shape": ("found", ("shape", [2, 3]), (2, 3)),
     "shape-of-eight": ("found", ("shape", [1] * 8), (1,) * 8),
     "shape-of-nine": ("found", ("shape", [1] * 9), "…"),
     "shape-of-floats": ("found", ("shape", [2.0]), "…"),
     "shape-as-number": ("found", ("number", [1]), "…"),
+    "shape-of-a-long-int": ("found", ("shape", [2, 10**15]), "…"),
     "unknown-hint": ("hint", ("text", "no_such_message"), "…"),
     "error-type-and-colons": ("error", ("str", "ValueError: no: really"), "ValueError"),
     "error-of-an-unknown-type": ("error", ("str", "MyOwnError: x"), "Exception"),
@@ -199,6 +217,8 @@ FIELDS = {
     "label-with-a-hidden-run": ("what", ("str", "a b c d"), "a b c d"),
     "found-with-a-hidden-run": ("found", ("str", "a b c d"), "…"),
     "found-without-one": ("found", ("str", "b a c d"), "b a c d"),
+    "found-with-a-number-of-fifteen-digits": ("found", ("str", "[" + "9" * 15 + "]"), "[" + "9" * 15 + "]"),
+    "found-with-a-number-of-sixteen-digits": ("found", ("str", "[" + "9" * 16 + "]"), "…"),
 }
 
 
@@ -207,7 +227,7 @@ def test_a_field_shows_only_as_what_it_claims_to_be(name, item, shown):
     from autograder.messages import text
 
     words = diagnostics._words("x = 1") | {"a", "b", "c", "d"}
-    assert diagnostics._field(name, item, words, text, HIDDEN_RUN_OF_FOUR) == shown
+    assert diagnostics._field(name, item, words, text, HIDDEN_RUN_OF_THREE) == shown
 
 
 def test_the_words_a_diagnostic_may_use_are_pythons_pytorchs_and_the_checks():
