@@ -248,6 +248,49 @@ def on_stand_in(device, function, *args, **kwargs):
         return function(*args, **kwargs)
 
 
+class _StandInCopiedToTheCpu(TorchFunctionMode):
+    """A meta tensor copied to the CPU (`.cpu()`, `.to("cpu")`, `.numpy(force=True)`) gives zeros of its shape and
+    dtype there, as a GPU tensor gives its values: the meta device has none to give. NumPy refuses it as it
+    refuses the device it stands for."""
+
+    def __init__(self, device):
+        super().__init__()
+        self.device = torch.device(device)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if args and isinstance(args[0], torch.Tensor) and _device_of(args[0]).type == "meta":
+            tensor = args[0]
+            if func is torch.Tensor.cpu:
+                return _zeros_as(tensor, tensor.dtype)
+            if func is torch.Tensor.to:
+                device, dtype, _, _ = torch._C._nn._parse_to(*args[1:], **kwargs)
+                if device is not None and torch.device(device).type == "cpu":
+                    return _zeros_as(tensor, dtype or tensor.dtype)
+            if func is torch.Tensor.numpy and (kwargs.get("force") or args[1:2] == (True,)):
+                return _zeros_as(tensor, tensor.dtype).detach().numpy()
+            if func is torch.Tensor.numpy and not tensor.requires_grad:
+                index = self.device.index or 0
+                raise TypeError(f"can't convert {self.device.type}:{index} device type tensor to numpy. Use "
+                                "Tensor.cpu() to copy the tensor to host memory first.")
+        return func(*args, **kwargs)
+
+
+def _zeros_as(tensor, dtype):
+    with torch._C.DisableTorchFunction():
+        zeros = torch.zeros(tuple(tensor.shape), dtype=dtype)
+        return zeros.requires_grad_() if tensor.requires_grad and zeros.is_floating_point() else zeros
+
+
+def from_a_stand_in(device, function, tensor):
+    """`function(tensor)`, `tensor` on the meta device standing in for `device` (`meta_standing_for`), where a
+    copy of it to the CPU gives zeros of its shape and dtype (a GPU's tensor gives its values): in a test cell,
+    `checks.call(what, from_a_stand_in, "cuda", to_numpy, t.to("meta"))`, then compare with zeros. What a CPU grader
+    could not see otherwise: whether an answer copies a GPU's tensor to the CPU before NumPy reads it."""
+    with meta_standing_for(device), _StandInCopiedToTheCpu(device):
+        return function(tensor)
+
+
 AUTOCAST_DEVICE_TYPES = ("cpu", "cuda", "mps")
 
 

@@ -25,6 +25,7 @@ KNOWN_ERRORS = [
     (re.compile(r"must have the same dtype"), "dtype_mismatch"),  # mat1 and mat2 of a matrix product
     (re.compile(r"Attempting to deserialize object on a CUDA device"), "cuda_checkpoint"),
     (re.compile(r"Can't call numpy\(\) on Tensor that requires grad"), "numpy_requires_grad"),
+    (re.compile(r"can't convert \w+(:\d+)? device type tensor to numpy"), "numpy_on_device"),  # a GPU's (or meta's)
     (re.compile(r"unsupported ScalarType BFloat16"), "numpy_bfloat16"),
     (re.compile(r"_scale is None"), "amp_scale_not_used"),  # GradScaler.unscale_/step before any scale()
     (re.compile(r"No inf checks were recorded prior to update"), "amp_update_without_step"),  # optimizer.step(), then update()

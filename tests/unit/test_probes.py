@@ -3,8 +3,8 @@ import torch
 from torch import nn
 
 from autograder.checks.core import _device_of
-from autograder.probes import (autocast_seen, count_transfers, global_rng_kept, meta_copies_skipped, meta_standing_for,
-                               on_stand_in, save_as_if_from_cuda)
+from autograder.probes import (autocast_seen, count_transfers, from_a_stand_in, global_rng_kept, meta_copies_skipped,
+                               meta_standing_for, on_stand_in, save_as_if_from_cuda)
 from autograder.simulate import simulated_accelerator
 
 
@@ -146,6 +146,26 @@ def test_a_checkpoint_mapped_to_meta_loads_into_a_cpu_model_and_stays_unless_mov
     with meta_copies_skipped():
         loaded = answer(path, model, torch.device("meta"))
     assert {_device_of(t).type for t in loaded.state_dict().values()} == {ends_on}
+
+
+@pytest.mark.parametrize("answer, found", [
+    (lambda t: t.detach().cpu().numpy(), "ndarray"),
+    (lambda t: t.detach().to("cpu").numpy(), "ndarray"),
+    (lambda t: t.numpy(force=True), "ndarray"),
+    (lambda t: (t.detach().cpu() if t.device.type != "cpu" else t.detach()).numpy(), "ndarray"),  # reads cuda
+    (lambda t: t.detach().numpy(), "can't convert cuda:0 device type tensor to numpy"),  # the classic mistake
+    (lambda t: t.cpu().numpy(), "Can't call numpy() on Tensor that requires grad"),
+], ids=["detach-cpu", "detach-to-cpu", "force", "asks-the-device", "no-cpu", "no-detach"])
+def test_a_stand_in_for_a_gpu_tensor_reaches_numpy_only_through_the_cpu(answer, found):
+    tensor = torch.ones(2, 3).requires_grad_().to("meta")
+    try:
+        result = from_a_stand_in("cuda", answer, tensor)
+    except (TypeError, RuntimeError) as error:
+        result = error
+    if found == "ndarray":
+        assert type(result).__name__ == "ndarray" and result.shape == (2, 3) and not result.any()
+    else:
+        assert found in str(result)
 
 
 # The meta device standing in for an accelerator: what a CPU grader cannot run, seen from an answer's side.
