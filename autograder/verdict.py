@@ -104,8 +104,9 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     readers = iter(zip((reader for reader, _ in pipes), (reader for reader, _ in clocks)))
     for cell in instructors_order(cells):
-        if cell["kind"] == "trusted":
-            error = _execute(cell["source"], namespace, f"<{cell.get('grade_id', 'cell')}>")
+        if cell["kind"] == "trusted":  # on the students' machine, as in the program (_program_cell): every grader alike
+            with simulated_machine(STUDENTS_MACHINE):
+                error = _execute(cell["source"], namespace, f"<{cell.get('grade_id', 'cell')}>")
             if error is not None:  # the instructor's own cell, in the grader's own environment
                 _record(grader_fd, {"instructor_error": str(cell.get("grade_id")), "error": error})
                 break

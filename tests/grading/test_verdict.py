@@ -300,8 +300,8 @@ WHERE_THE_INSTRUCTOR_SAYS = ("from autograder import checks\n"
                              "checks.assert_device_choice(checks.call('where()', where), DEVICE, 'where()', 'device_hint_order')")
 # Honest programs the students' machine must not change (the attacker's findings): a function imported under
 # another name while the student's cells ran on it, asked later on a simulated GPU; a CUDA-only question at
-# definition time on a CPU build; an instructor's cell that reads the machine (it runs on the grader's, as
-# in the judge).
+# definition time on a CPU build; an instructor's cell that reads the machine (it runs on the students' machine
+# in the program and in the judge alike, as every cell of the verdict does).
 DEFINITIONS = {
     "imported-alias": ("import torch", "from torch.cuda import is_available as cuda_available\ndef where():\n"
                        "    return torch.device('cuda' if cuda_available() else 'cpu')", WHERE_ON_A_GPU),
