@@ -75,6 +75,13 @@ def _on_mps(kind, answer):
     raise RuntimeError("MPS backend is not available")
 
 
+def _eager(kind, built, model=None, **options):
+    """`torch.compile` on a simulated machine: the function or module as it is, run eagerly, as `torch.compile(...,
+    disable=True)` gives it. Compiling would ask the grader's own machine (Inductor's cache, its compilers, a GPU
+    that is not there), and compiled code computes what the eager code does."""
+    return model if model is not None else (lambda model: model)
+
+
 class _SimulatedStream:
     """What `torch.cuda.current_stream()` gives on the simulated GPU: a stream with nothing queued."""
     device = torch.device("cuda", 0)
@@ -115,6 +122,7 @@ _ANSWERS = {
     "torch.cuda.memory_summary": lambda kind, built, device=None, abbreviated=False: _on_cuda(kind, built, ""),
     "torch.cuda.get_arch_list": lambda kind, built: ["sm_90"] if built == "cuda" else [],
     "torch.accelerator.synchronize": lambda kind, built, device=None: None,
+    "torch.compile": _eager,
     # what a setup cell may set or read on a machine with a GPU, as the lessons show (08 and 13: sync debugging;
     # a shared GPU's share; its streams and generator; cuDNN and NCCL, which come with CUDA)
     "torch.cuda.set_sync_debug_mode": lambda kind, built, debug_mode: _on_cuda(kind, built, None),

@@ -208,3 +208,17 @@ def test_cudnn_and_nccl_come_with_the_cuda_build_gpu_or_not(machine):
     answers = seen(machine)
     assert answers["torch.backends.cudnn.is_available()"] == answers["torch.distributed.is_nccl_available()"] \
         == (machine.built == "cuda")
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=str)
+def test_torch_compile_on_a_simulated_machine_gives_the_code_as_it_is(machine):
+    """Compiling would ask the grader's own machine (attacks-machines.toml,
+    a-helper-compiled-with-torch-compile-and-tried-in-the-setup-cell); compiled code computes what eager code does."""
+    def scale(x):
+        return x * 2
+
+    model = torch.nn.Linear(2, 2)
+    with simulated_machine(machine):
+        assert torch.compile(scale) is scale and torch.compile(mode="max-autotune")(scale) is scale
+        assert torch.compile(model) is model
+    assert torch.compile(scale) is not scale  # the real one again
