@@ -10,6 +10,7 @@ import logging
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from uuid import uuid4
 
@@ -707,10 +708,11 @@ def grader(request):
 
 @pytest.fixture(scope="module")
 def graded(grader, course, course_folder):
-    """assignment → (course folder, points per student and test cell, log)"""
-    classes = {}
+    """assignment → (course folder, points per student and test cell, log). The four classes are graded side by
+    side, as an instructor may grade four assignments: a forgery that waits out a limit holds only its own."""
+    roots = {}
     for assignment in ASSIGNMENTS:
-        root = course_folder(assignment, f"forgeries-{assignment}", config=CELL_LIMIT)
+        root = roots[assignment] = course_folder(assignment, f"forgeries-{assignment}", config=CELL_LIMIT)
         classroom.submit(root, assignment, CONTROL, classroom.solved_notebook(root, assignment))
         for forgery in FORGERIES:
             if forgery["assignment"] == assignment:
@@ -719,13 +721,17 @@ def graded(grader, course, course_folder):
                     classroom.submit(root, assignment, forgery["id"], raw=made)
                 else:
                     classroom.submit(root, assignment, forgery["id"], made)
+
+    def grade(assignment):
         if grader == "nbgrader autograde":
-            _, log = classroom.nbgrader(root, "autograde", assignment, check=False)
-        else:
-            done = course("grade", assignment, "--root", root, "--jobs", "2")
-            log = done.stdout + done.stderr
-        classes[assignment] = (root, classroom.scores(root, assignment), log)
-    return classes
+            return classroom.nbgrader(roots[assignment], "autograde", assignment, check=False)[1]
+        done = course("grade", assignment, "--root", roots[assignment], "--jobs", "1")
+        return done.stdout + done.stderr
+
+    with ThreadPoolExecutor(len(ASSIGNMENTS)) as graders:
+        logs = dict(zip(ASSIGNMENTS, graders.map(grade, ASSIGNMENTS)))
+    return {assignment: (roots[assignment], classroom.scores(roots[assignment], assignment), logs[assignment])
+            for assignment in ASSIGNMENTS}
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
