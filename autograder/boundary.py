@@ -49,6 +49,7 @@ the student's code made, or a module that carries the student's code since a cal
 side as it is, on what that side holds.
 """
 import contextlib
+import gc
 import inspect
 import io
 import os
@@ -160,8 +161,10 @@ class Recorder(_Side):
         with random_state_kept():  # the judge made no call: both sides draw on from the same state
             before = [counter.tally() for counter in counters]
             try:
-                result = run(what, function, args, kwargs, then)
-                _no_hooks()  # what the student's code set to watch this process ends before the report is made
+                try:
+                    result = run(what, function, args, kwargs, then)
+                finally:
+                    _no_watchers()  # what the student's code set to watch this process ends before a report is made
                 integrity.verify(what)
             except AssertionError as failure:  # the call's diagnostic (not answered, raised, tampering, ...)
                 from .messages import typed_field
@@ -200,23 +203,30 @@ class Recorder(_Side):
                 or self.students is not None and id(type(module)) in self.students)
 
     def _send(self, report):
-        buffer = _BytesIO()
-        _save(report, buffer)
-        data = buffer.getvalue()
-        _write(self.fd, _HEADER.pack(len(data)))
-        view = memoryview(data)
-        while view:
-            view = view[_write(self.fd, view):]
+        try:
+            buffer = _BytesIO()
+            _save(report, buffer)
+            data = buffer.getvalue()
+            _write(self.fd, _HEADER.pack(len(data)))
+            view = memoryview(data)
+            while view:
+                view = view[_write(self.fd, view):]
+        finally:
+            gc.enable()  # sent: the student's next call runs as in the kernel (_no_watchers)
 
 
-def _no_hooks():
+def _no_watchers():
     """End every profile and trace function the student's code set (`sys.setprofile` in a cell survives into
     each caller, and saw the report made: attacks-machines.toml,
-    a-profile-hook-of-a-student-cell-rewrites-the-report-in-every-caller)."""
+    a-profile-hook-of-a-student-cell-rewrites-the-report-in-every-caller), and every garbage collector callback;
+    the collector itself waits until the report is sent (a `__del__` of a cycle it collects runs the student's
+    code)."""
     sys.setprofile(None)
     sys.settrace(None)
     threading.setprofile(None)
     threading.settrace(None)
+    gc.callbacks.clear()
+    gc.disable()
 
 
 class Judge(_Side):

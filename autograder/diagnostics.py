@@ -19,15 +19,16 @@ FIELD_LIMIT = 240  # characters of one field
 # The largest whole number a field shows (a count, a size, a shape's length): an int has no size of its own, and
 # one of 614 digits carried 255 bytes of a hidden test out of a failed cell (attacks-slicing.toml,
 # loader-kwargs-sends-its-hidden-calls-out-as-one-large-number)
-NUMBER_LIMIT = 10**15
+NUMBER_LIMIT = 10**17
 # A field other than the call's label (`what`, which the test itself builds) may not repeat this many words or
 # numbers in a row of the cell's hidden tests that its visible part does not hold: a string the student's code
 # returned or raised, read from the test's own frame, would carry a hidden test out. Numbers count: a hidden line
 # that differs from a visible one in its numbers alone (`for rank in [2, 1, 0]:`) showed whole
 # (attacks-slicing.toml, save-on-rank-zero-returns-a-hidden-line-of-its-test)
 HIDDEN_RUN = 3
-# The longest number a string field shows as a word (a count, a size): digits are words of every cell
-NUMBER_DIGITS = 15
+# The longest number a string field shows as a word (a count, a size, a float's repr: 0.30000000000000004):
+# digits are words of every cell
+NUMBER_DIGITS = 17
 
 
 def render(result, source, visible=None, own=()) -> str:
@@ -152,7 +153,7 @@ def _runs(text) -> set:
 
 
 def _known(word, words) -> bool:
-    if sum(character.isdigit() for character in word) > NUMBER_DIGITS:  # a long int spells bytes of text
+    if len(re.sub(r"\D", "", word).lstrip("0")) > NUMBER_DIGITS:  # a long int spells bytes of text
         return False
     return (NUMBER.fullmatch(word) or DEVICE.fullmatch(word) or word in _dtypes()
             or all(part in words or part.isdigit() for part in word.split(".") if part))

@@ -2,7 +2,7 @@
 import importlib
 import sys
 import weakref
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from types import SimpleNamespace
 from unittest import mock
 
@@ -219,25 +219,78 @@ def meta_copies_skipped():
 @contextmanager
 def meta_standing_for(device):
     """Within it, the meta device stands in for `device` (`"cuda:1"`, say) as a student's code sees it: a
-    meta tensor's `.device`, read in Python, is `device`, and the machine has that accelerator
-    (simulate.simulated_accelerator). What a CPU grader could not see otherwise: whether an answer keeps a
-    device's index, or takes the autocast of the model's device type. PyTorch's own Python code (its meta
-    kernels, which make each result's shape and dtype) still reads meta, and so do the checks, through
-    PyTorch's C type (checks.core)."""
+    meta tensor's `.device`, read in Python, is `device` (and `.is_cuda`, `.is_mps`, `.is_meta`, `.get_device()`
+    say so), the machine has that accelerator (simulate.simulated_accelerator), and a copy to the CPU gives
+    zeros (`_copied_to_the_cpu`). What a CPU grader could not see otherwise: whether an answer keeps a
+    device's index, takes the autocast of the model's device type, or copies a GPU's tensor to the CPU before
+    NumPy reads it. PyTorch's own Python code (its meta kernels, which make each result's shape and dtype)
+    still reads meta, and so do the checks, through PyTorch's C type (checks.core)."""
     device = torch.device(device)
     # a meta layer's first forward pass imports torch._dynamo (PyTorch's decompositions), whose import
     # fails on the CPU build while a CUDA machine is simulated: imported before
     importlib.import_module("torch._dynamo")
 
-    def reported(tensor):
-        found = _device_of(tensor)
-        reader = sys._getframe(1).f_globals.get("__name__", "")
-        if found.type != "meta" or reader == "torch" or reader.startswith("torch."):
-            return found
-        return device
+    def stands_in(tensor) -> bool:  # for the student's code, not for PyTorch's own
+        reader = sys._getframe(2).f_globals.get("__name__", "")
+        return _device_of(tensor).type == "meta" and reader != "torch" and not reader.startswith("torch.")
 
-    with simulated_accelerator(device.type), mock.patch.object(torch.Tensor, "device", property(reported)):
+    def reported(tensor):
+        return device if stands_in(tensor) else _device_of(tensor)
+
+    def asked(kind, real):  # `t.is_cuda`, `t.is_meta`: as the device stood for answers
+        return property(lambda tensor: device.type == kind if stands_in(tensor) else real.__get__(tensor))
+
+    def get_device(tensor):
+        return (device.index or 0) if stands_in(tensor) else torch._C.TensorBase.get_device(tensor)
+
+    with ExitStack() as stack:
+        stack.enter_context(simulated_accelerator(device.type))
+        stack.enter_context(mock.patch.object(torch.Tensor, "device", property(reported)))
+        for kind in ("cuda", "mps", "meta"):
+            stack.enter_context(mock.patch.object(torch.Tensor, f"is_{kind}",
+                                                  asked(kind, getattr(torch._C.TensorBase, f"is_{kind}"))))
+        stack.enter_context(mock.patch.object(torch.Tensor, "get_device", get_device))
+        for name, method in _copied_to_the_cpu(device).items():
+            stack.enter_context(mock.patch.object(torch.Tensor, name, method))
         yield
+
+
+def _copied_to_the_cpu(device):
+    """What a meta tensor standing in for a GPU's gives when copied to the CPU (`.cpu()`, `.to("cpu")`,
+    `.numpy(force=True)`, `.item()`, `.tolist()`): zeros of its shape and dtype, as the GPU's tensor gives its
+    values (the meta device has none). NumPy refuses it as it refuses the device it stands for. Methods of
+    torch.Tensor, patched for the stand-in's time only: a mode would route the checks' C reads through them."""
+    real = {name: getattr(torch.Tensor, name) for name in ("cpu", "to", "numpy", "item", "tolist")}
+
+    def cpu(tensor, *args, **kwargs):
+        return _zeros_as(tensor, tensor.dtype) if _device_of(tensor).type == "meta" else real["cpu"](tensor, *args, **kwargs)
+
+    def to(tensor, *args, **kwargs):
+        if _device_of(tensor).type == "meta":
+            target, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
+            if target is not None and torch.device(target).type == "cpu":
+                return _zeros_as(tensor, dtype or tensor.dtype)
+        return real["to"](tensor, *args, **kwargs)
+
+    def numpy(tensor, *, force=False):
+        if _device_of(tensor).type != "meta":
+            return real["numpy"](tensor, force=force)
+        if force:
+            return _zeros_as(tensor, tensor.dtype).detach().numpy()
+        raise TypeError(f"can't convert {device.type}:{device.index or 0} device type tensor to numpy. Use "
+                        "Tensor.cpu() to copy the tensor to host memory first.")
+
+    def read(name):
+        def value(tensor):
+            return real[name](_zeros_as(tensor, tensor.dtype).detach() if _device_of(tensor).type == "meta" else tensor)
+        return value
+
+    return {"cpu": cpu, "to": to, "numpy": numpy, "item": read("item"), "tolist": read("tolist")}
+
+
+def _zeros_as(tensor, dtype):
+    zeros = torch.zeros(tuple(tensor.shape), dtype=dtype)
+    return zeros.requires_grad_() if tensor.requires_grad and zeros.is_floating_point() else zeros
 
 
 def on_stand_in(device, function, *args, **kwargs):
@@ -246,49 +299,6 @@ def on_stand_in(device, function, *args, **kwargs):
     call itself: in the verdict, only the process that runs the student's code (autograder/boundary.py)."""
     with meta_standing_for(device):
         return function(*args, **kwargs)
-
-
-class _StandInCopiedToTheCpu(TorchFunctionMode):
-    """A meta tensor copied to the CPU (`.cpu()`, `.to("cpu")`, `.numpy(force=True)`) gives zeros of its shape and
-    dtype there, as a GPU tensor gives its values: the meta device has none to give. NumPy refuses it as it
-    refuses the device it stands for."""
-
-    def __init__(self, device):
-        super().__init__()
-        self.device = torch.device(device)
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if args and isinstance(args[0], torch.Tensor) and _device_of(args[0]).type == "meta":
-            tensor = args[0]
-            if func is torch.Tensor.cpu:
-                return _zeros_as(tensor, tensor.dtype)
-            if func is torch.Tensor.to:
-                device, dtype, _, _ = torch._C._nn._parse_to(*args[1:], **kwargs)
-                if device is not None and torch.device(device).type == "cpu":
-                    return _zeros_as(tensor, dtype or tensor.dtype)
-            if func is torch.Tensor.numpy and (kwargs.get("force") or args[1:2] == (True,)):
-                return _zeros_as(tensor, tensor.dtype).detach().numpy()
-            if func is torch.Tensor.numpy and not tensor.requires_grad:
-                index = self.device.index or 0
-                raise TypeError(f"can't convert {self.device.type}:{index} device type tensor to numpy. Use "
-                                "Tensor.cpu() to copy the tensor to host memory first.")
-        return func(*args, **kwargs)
-
-
-def _zeros_as(tensor, dtype):
-    with torch._C.DisableTorchFunction():
-        zeros = torch.zeros(tuple(tensor.shape), dtype=dtype)
-        return zeros.requires_grad_() if tensor.requires_grad and zeros.is_floating_point() else zeros
-
-
-def from_a_stand_in(device, function, tensor):
-    """`function(tensor)`, `tensor` on the meta device standing in for `device` (`meta_standing_for`), where a
-    copy of it to the CPU gives zeros of its shape and dtype (a GPU's tensor gives its values): in a test cell,
-    `checks.call(what, from_a_stand_in, "cuda", to_numpy, t.to("meta"))`, then compare with zeros. What a CPU grader
-    could not see otherwise: whether an answer copies a GPU's tensor to the CPU before NumPy reads it."""
-    with meta_standing_for(device), _StandInCopiedToTheCpu(device):
-        return function(tensor)
 
 
 AUTOCAST_DEVICE_TYPES = ("cpu", "cuda", "mps")

@@ -182,15 +182,20 @@ def _resolve(target):
     return getattr(importlib.import_module(owner), name, None)
 
 
+# answers the same on every machine, so no question about it: `torch.manual_seed` seeds an Apple GPU where
+# PyTorch is built for one (every cell that seeds would otherwise run again on every machine), and compiling
+_NOT_QUESTIONS = {"torch.mps.manual_seed", "torch.mps.seed", "torch.compile"}
+
+
 def _replacement(target, answer):
     """One function for `target`, the same object in every simulation: a student's name bound to it while
     one machine was simulated (`from torch.cuda import is_available`) answers for the machine simulated
     when it is called, and is the real function again outside any simulation."""
-    real = _resolve(target)
+    real, asks = _resolve(target), target not in _NOT_QUESTIONS
 
     def replacement(*args, **kwargs):
         if _SIMULATED:
-            _QUESTIONS[0] += 1
+            _QUESTIONS[0] += asks
             return answer(*_SIMULATED[-1], *args, **kwargs)
         return real(*args, **kwargs) if real is not None else answer(None, None, *args, **kwargs)
 

@@ -107,7 +107,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
         if cell["kind"] == "trusted":  # on the students' machine, as in the program (_program_cell): every grader alike
             with simulated_machine(STUDENTS_MACHINE):
                 error = _execute(cell["source"], namespace, f"<{cell.get('grade_id', 'cell')}>")
-            if error is not None:  # the instructor's own cell, in the grader's own environment
+            if error is not None:  # the instructor's own cell, failing in the grader's environment
                 _record(grader_fd, {"instructor_error": str(cell.get("grade_id")), "error": error})
                 break
         elif cell["kind"] == "test":

@@ -62,7 +62,7 @@ def test_no_hidden_line_reaches_the_diagnostic(attack):
     assert not [line for line in hidden if re.sub(r"\s+", " ", line) in shown]
 
 
-@pytest.mark.parametrize("attack", cases(leaked, "a hidden line reaches the diagnostic"))
+@pytest.mark.parametrize("attack", cases(lambda attack: False, ""))  # every attack, none open
 def test_no_number_long_enough_to_spell_a_hidden_line_reaches_the_diagnostic(attack):
     """A number of hundreds of digits carried a hidden test's calls, compressed, out of a failed cell
     (loader-kwargs-sends-its-hidden-calls-out-as-one-large-number)."""

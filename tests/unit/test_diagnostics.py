@@ -198,15 +198,15 @@ FIELDS = {
     "number": ("found", ("number", 2.5), 2.5),
     "number-as-str": ("found", ("str", 5), "…"),
     "number-not-a-number": ("found", ("number", "x"), "…"),
-    "number-of-fifteen-digits": ("found", ("number", -(10**15 - 1)), -(10**15 - 1)),
-    "number-of-sixteen-digits": ("found", ("number", 10**15), "…"),  # a long int carries bytes of text
+    "number-of-seventeen-digits": ("found", ("number", -(10**17 - 1)), -(10**17 - 1)),
+    "number-of-eighteen-digits": ("found", ("number", 10**17), "…"),  # a long int carries bytes of text
     "number-of-614-digits": ("found", ("number", int.from_bytes(b"\xff" * 255, "big")), "…"),
     "shape": ("found", ("shape", [2, 3]), (2, 3)),
     "shape-of-eight": ("found", ("shape", [1] * 8), (1,) * 8),
     "shape-of-nine": ("found", ("shape", [1] * 9), "…"),
     "shape-of-floats": ("found", ("shape", [2.0]), "…"),
     "shape-as-number": ("found", ("number", [1]), "…"),
-    "shape-of-a-long-int": ("found", ("shape", [2, 10**15]), "…"),
+    "shape-of-a-long-int": ("found", ("shape", [2, 10**17]), "…"),
     "unknown-hint": ("hint", ("text", "no_such_message"), "…"),
     "error-type-and-colons": ("error", ("str", "ValueError: no: really"), "ValueError"),
     "error-of-an-unknown-type": ("error", ("str", "MyOwnError: x"), "Exception"),
@@ -217,8 +217,8 @@ FIELDS = {
     "label-with-a-hidden-run": ("what", ("str", "a b c d"), "a b c d"),
     "found-with-a-hidden-run": ("found", ("str", "a b c d"), "…"),
     "found-without-one": ("found", ("str", "b a c d"), "b a c d"),
-    "found-with-a-number-of-fifteen-digits": ("found", ("str", "[" + "9" * 15 + "]"), "[" + "9" * 15 + "]"),
-    "found-with-a-number-of-sixteen-digits": ("found", ("str", "[" + "9" * 16 + "]"), "…"),
+    "found-with-a-float-of-seventeen-digits": ("found", ("str", "[0.30000000000000004]"), "[0.30000000000000004]"),
+    "found-with-a-number-of-eighteen-digits": ("found", ("str", "[" + "9" * 18 + "]"), "…"),
 }
 
 

@@ -1,10 +1,11 @@
+import numpy
 import pytest
 import torch
 from torch import nn
 
 from autograder.checks.core import _device_of
-from autograder.probes import (autocast_seen, count_transfers, from_a_stand_in, global_rng_kept, meta_copies_skipped,
-                               meta_standing_for, on_stand_in, save_as_if_from_cuda)
+from autograder.probes import (autocast_seen, count_transfers, global_rng_kept, meta_copies_skipped, meta_standing_for,
+                               on_stand_in, save_as_if_from_cuda)
 from autograder.simulate import simulated_accelerator
 
 
@@ -153,13 +154,17 @@ def test_a_checkpoint_mapped_to_meta_loads_into_a_cpu_model_and_stays_unless_mov
     (lambda t: t.detach().to("cpu").numpy(), "ndarray"),
     (lambda t: t.numpy(force=True), "ndarray"),
     (lambda t: (t.detach().cpu() if t.device.type != "cpu" else t.detach()).numpy(), "ndarray"),  # reads cuda
+    (lambda t: (t.detach().cpu() if t.is_cuda else t.detach()).numpy(), "ndarray"),  # lesson 13's `.is_cuda`
+    (lambda t: numpy.array(t.detach().cpu().tolist()) * 0 + t.detach().sum().item(), "ndarray"),  # values read back
     (lambda t: t.detach().numpy(), "can't convert cuda:0 device type tensor to numpy"),  # the classic mistake
+    (lambda t: t.numpy(), "can't convert cuda:0 device type tensor to numpy"),  # the device first, as PyTorch
     (lambda t: t.cpu().numpy(), "Can't call numpy() on Tensor that requires grad"),
-], ids=["detach-cpu", "detach-to-cpu", "force", "asks-the-device", "no-cpu", "no-detach"])
+], ids=["detach-cpu", "detach-to-cpu", "force", "asks-the-device", "asks-is-cuda", "item-and-tolist", "no-cpu",
+        "no-cpu-no-detach", "no-detach"])
 def test_a_stand_in_for_a_gpu_tensor_reaches_numpy_only_through_the_cpu(answer, found):
     tensor = torch.ones(2, 3).requires_grad_().to("meta")
     try:
-        result = from_a_stand_in("cuda", answer, tensor)
+        result = on_stand_in("cuda", answer, tensor)
     except (TypeError, RuntimeError) as error:
         result = error
     if found == "ndarray":
