@@ -2,6 +2,7 @@
 
 Kept free of nbgrader imports: it runs inside each kernel, where every import costs start-up time.
 """
+from os import uname as _KERNELS_UNAME  # bound before any simulation (_architecture)
 
 
 # The limits of every process that runs a submission, each number written once: the defaults of the course's
@@ -54,11 +55,9 @@ def own_session_keyring():
 
 
 def _architecture() -> str:
-    """The processor the system calls are numbered for: the kernel's own answer, not platform.machine(), which a
-    simulated machine answers (autograder/simulate.py: a simulated Apple GPU is arm64)."""
-    import os
-
-    return os.uname().machine
+    """The processor the system calls are numbered for: the kernel's own answer, read with the `os.uname` of before
+    any simulation (autograder/simulate.py: a simulated Apple GPU is arm64, in `os.uname()` and `platform` too)."""
+    return _KERNELS_UNAME().machine
 
 
 def limit_resources(memory_bytes=None, cpu_seconds=None):

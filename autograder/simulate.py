@@ -6,7 +6,9 @@ accelerator (`torch.accelerator.current_accelerator()`) while CUDA is not availa
 is simulated: no tensor is ever created on the pretended device.
 """
 import importlib
+import os
 import platform
+import sys
 import types
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -57,6 +59,47 @@ def _uname(built):
         return _UNAME._replace(system="Darwin", release="23.5.0", version="Darwin Kernel Version 23.5.0",
                                machine="arm64")
     return _UNAME._replace(system="Linux", machine="x86_64")
+
+
+def _os_uname(built):
+    system = _uname(built)
+    return os.uname_result((system.system, system.node, system.release, system.version, system.machine))
+
+
+class _AskedPlatform(str):
+    """`sys.platform` on a simulated machine: "darwin" where PyTorch is built for an Apple GPU, "linux" elsewhere,
+    as `platform.system()` answers. A string, so comparing it is how it is asked (`sys.platform == "darwin"`,
+    `.startswith("linux")`, a key of a dict): each counts as a question (`questions`), so that a cell that
+    compared it runs again on every machine; reading it alone (`PLATFORM = sys.platform`) does not, nor does
+    Python's import system, which compares it as it reads a folder (a cell's first import would run again)."""
+
+    def _asked(self):
+        if _SIMULATED and not sys._getframe(2).f_code.co_filename.startswith("<frozen"):
+            _QUESTIONS[0] += 1
+
+    def __eq__(self, other):
+        self._asked()
+        return str.__eq__(self, other)
+
+    def __ne__(self, other):
+        self._asked()
+        return str.__ne__(self, other)
+
+    def __hash__(self):
+        self._asked()
+        return str.__hash__(self)
+
+    def __contains__(self, part):
+        self._asked()
+        return str.__contains__(self, part)
+
+    def startswith(self, *args):
+        self._asked()
+        return str.startswith(self, *args)
+
+    def endswith(self, *args):
+        self._asked()
+        return str.endswith(self, *args)
 
 
 def _on_cuda(kind, built, answer):
@@ -162,8 +205,8 @@ _ANSWERS = {
     "torch._C._accelerator_getAccelerator": lambda kind, built: torch.device(built) if built else None,
     # the system around it: PyTorch for macOS runs on an Apple-silicon Mac (arm64: one whose GPU PyTorch cannot
     # use is macOS in a virtual machine there, as on CI's macOS runners), every other simulated machine is Linux
-    # on x86_64 (`if platform.system() == "Darwin" and torch.backends.mps.is_available()`). Not sys.platform
-    # nor os.uname(): values the standard library, IPython and the sandbox read themselves
+    # on x86_64 (`if platform.system() == "Darwin" and torch.backends.mps.is_available()`), as `os.uname()` and
+    # `sys.platform` (`_AskedPlatform`) tell it. The sandbox and the kernel read the grader's before any simulation
     "platform.uname": lambda kind, built: _uname(built),
     "platform.system": lambda kind, built: _uname(built).system,
     "platform.machine": lambda kind, built: _uname(built).machine,
@@ -172,6 +215,7 @@ _ANSWERS = {
         "macOS-14.5-arm64-arm-64bit" if built == "mps" else f"Linux-{_uname(built).release}-x86_64-with-glibc2.36",
     "platform.mac_ver": lambda kind, built, release="", versioninfo=("", "", ""), machine="":
         ("14.5", ("", "", ""), "arm64") if built == "mps" else (release, versioninfo, machine),
+    "os.uname": lambda kind, built: _os_uname(built),
 }
 _SIMULATED = []  # the machines simulated now, (kind, built), the innermost last
 _QUESTIONS = [0]  # how many questions a simulated machine has answered (`questions`)
@@ -236,6 +280,7 @@ def simulated_accelerator(kind, built=None):
         stack.enter_context(mock.patch("torch._C._has_cuda", built == "cuda", create=True))
         stack.enter_context(mock.patch("torch._C._has_mps", built == "mps", create=True))
         stack.enter_context(mock.patch.object(torch.version, "cuda", "13.0" if built == "cuda" else None))
+        stack.enter_context(mock.patch.object(sys, "platform", _AskedPlatform("darwin" if built == "mps" else "linux")))
         _SIMULATED.append((kind, built))
         stack.callback(_SIMULATED.pop)
         _MPS_IS_AVAILABLE.cache_clear()

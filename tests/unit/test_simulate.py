@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from autograder.simulate import MACHINES, Machine, simulated_accelerator, simulated_machine
+from autograder.simulate import MACHINES, Machine, questions, simulated_accelerator, simulated_machine
 
 
 APIS = {
@@ -111,6 +111,44 @@ def test_a_simulated_mac_is_darwin_and_every_other_machine_linux(machine):
     assert (uname.system, uname.machine) == (system, kind) and named.startswith("macOS" if mac else "Linux")
     assert mac_machine == ("arm64" if mac else "") and processor == ("arm" if mac else "x86_64")
     assert asked() == real
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=str)
+def test_sys_platform_and_os_uname_tell_the_simulated_system(machine):
+    """`sys.platform == "darwin" and torch.backends.mps.is_available()` is how most Python code asks for the Apple
+    GPU on macOS only (attacks-machines.toml: pick-device-asks-for-mps-where-sys-platform-says-darwin)."""
+    import os
+    import sys
+
+    real = (sys.platform, os.uname())
+    with simulated_machine(machine):
+        platform_name, uname = sys.platform, os.uname()
+        compared = sys.platform == "darwin"
+    mac = machine.built == "mps"
+    assert (platform_name, compared) == (("darwin", True) if mac else ("linux", False))
+    assert (uname.sysname, uname.machine) == (("Darwin", "arm64") if mac else ("Linux", "x86_64"))
+    assert (sys.platform, os.uname()) == real and type(sys.platform) is str
+
+
+@pytest.mark.parametrize("compare", [lambda p: p == "darwin", lambda p: p != "linux", lambda p: p.startswith("dar"),
+                                     lambda p: "win" in p, lambda p: {"darwin": 1}.get(p)],
+                         ids=["==", "!=", "startswith", "in", "dict key"])
+def test_comparing_sys_platform_is_a_question_reading_it_is_not(compare):
+    """A cell that compares `sys.platform` runs again on every machine (`questions`), as one that calls
+    `platform.system()` does; a cell that only keeps it, or imports a module (Python's import system compares it
+    as it reads a folder), is not the machine's."""
+    import json
+    import os
+    import sys
+    from importlib.machinery import FileFinder, SourceFileLoader
+
+    with simulated_machine(MACHINES[0]):
+        before = questions()
+        kept = sys.platform  # noqa: F841: read, not compared
+        FileFinder(os.path.dirname(json.__file__), (SourceFileLoader, [".py"])).find_spec("json.tool")
+        assert questions() == before
+        compare(sys.platform)
+        assert questions() == before + 1
 
 
 def test_everything_is_restored_afterwards():
