@@ -8,7 +8,6 @@ from unittest import mock
 
 import torch
 import torch.serialization
-from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .simulate import simulated_accelerator
@@ -195,22 +194,22 @@ def restored_locations(path, map_location) -> list[str]:
     return locations
 
 
-class _MetaCopiesSkipped(TorchFunctionMode):
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        if func is torch.Tensor.copy_ and len(args) > 1 and _device_of(args[1]).type == "meta" \
-                and _device_of(args[0]).type != "meta":
-            return args[0]
-        return func(*args, **(kwargs or {}))
-
-
 @contextmanager
 def meta_copies_skipped():
     """Within it, copying a meta tensor into a tensor that has data (`Tensor.copy_`) leaves that tensor as it
     was. A meta tensor has no data to copy, so loading a checkpoint mapped to meta into a model on the CPU
     fails, where the same recipe loads a GPU checkpoint into a CPU model: within it, it succeeds and leaves
     the model where it was, so whether the answer then moves the model to `device` shows (a2
-    load_for_inference: a model never moved would pass on a model already on meta)."""
-    with _MetaCopiesSkipped():
+    load_for_inference: a model never moved would pass on a model already on meta). A method of torch.Tensor
+    patched for the probe's time, as the stand-in's copies to the CPU are (`_copied_to_the_cpu`)."""
+    real = torch.Tensor.copy_
+
+    def copy_(tensor, source, non_blocking=False):
+        if _device_of(source).type == "meta" and _device_of(tensor).type != "meta":
+            return tensor
+        return real(tensor, source, non_blocking)
+
+    with mock.patch.object(torch.Tensor, "copy_", copy_):
         yield
 
 
