@@ -66,42 +66,6 @@ def _os_uname(built):
     return os.uname_result((system.system, system.node, system.release, system.version, system.machine))
 
 
-class _AskedPlatform(str):
-    """`sys.platform` on a simulated machine: "darwin" where PyTorch is built for an Apple GPU, "linux" elsewhere,
-    as `platform.system()` answers. A string, so comparing it is how it is asked (`sys.platform == "darwin"`,
-    `.startswith("linux")`, a key of a dict): each counts as a question (`questions`), so that a cell that
-    compared it runs again on every machine; reading it alone (`PLATFORM = sys.platform`) does not, nor does
-    Python's import system, which compares it as it reads a folder (a cell's first import would run again)."""
-
-    def _asked(self):
-        if _SIMULATED and not sys._getframe(2).f_code.co_filename.startswith("<frozen"):
-            _QUESTIONS[0] += 1
-
-    def __eq__(self, other):
-        self._asked()
-        return str.__eq__(self, other)
-
-    def __ne__(self, other):
-        self._asked()
-        return str.__ne__(self, other)
-
-    def __hash__(self):
-        self._asked()
-        return str.__hash__(self)
-
-    def __contains__(self, part):
-        self._asked()
-        return str.__contains__(self, part)
-
-    def startswith(self, *args):
-        self._asked()
-        return str.startswith(self, *args)
-
-    def endswith(self, *args):
-        self._asked()
-        return str.endswith(self, *args)
-
-
 def _on_cuda(kind, built, answer):
     """`answer` where a CUDA GPU is simulated; elsewhere the error PyTorch raises there."""
     if kind == "cuda":
@@ -206,7 +170,7 @@ _ANSWERS = {
     # the system around it: PyTorch for macOS runs on an Apple-silicon Mac (arm64: one whose GPU PyTorch cannot
     # use is macOS in a virtual machine there, as on CI's macOS runners), every other simulated machine is Linux
     # on x86_64 (`if platform.system() == "Darwin" and torch.backends.mps.is_available()`), as `os.uname()` and
-    # `sys.platform` (`_AskedPlatform`) tell it. The sandbox and the kernel read the grader's before any simulation
+    # `sys.platform` (`_AskedSystem`) tell it. The sandbox and the kernel read the grader's before any simulation
     "platform.uname": lambda kind, built: _uname(built),
     "platform.system": lambda kind, built: _uname(built).system,
     "platform.machine": lambda kind, built: _uname(built).machine,
@@ -266,6 +230,19 @@ class _AskedVersion(types.ModuleType):
 torch.version.__class__ = _AskedVersion
 
 
+class _AskedSystem(types.ModuleType):
+    """`sys` while a machine is simulated, whose `platform` the simulation sets ("darwin" where PyTorch is built for
+    an Apple GPU, "linux" elsewhere, as `platform.system()` answers): reading it asks about the machine, so that a
+    cell that read it (`ON_MACOS = sys.platform == "darwin"`) runs again on every machine; Python's import system,
+    which reads it as it lists a folder, does not ask (a cell's first import would run again). A plain str all
+    along: a student's checkpoint may keep it. Only for the simulation's time: every `sys.` read costs more."""
+
+    def __getattribute__(self, name):
+        if name == "platform" and _SIMULATED and not sys._getframe(1).f_code.co_filename.startswith("<frozen"):
+            _QUESTIONS[0] += 1
+        return super().__getattribute__(name)
+
+
 @contextmanager
 def simulated_accelerator(kind, built=None):
     """Inside, `kind` ("cuda", "mps" or None for none) is the machine's only usable accelerator, and
@@ -280,7 +257,9 @@ def simulated_accelerator(kind, built=None):
         stack.enter_context(mock.patch("torch._C._has_cuda", built == "cuda", create=True))
         stack.enter_context(mock.patch("torch._C._has_mps", built == "mps", create=True))
         stack.enter_context(mock.patch.object(torch.version, "cuda", "13.0" if built == "cuda" else None))
-        stack.enter_context(mock.patch.object(sys, "platform", _AskedPlatform("darwin" if built == "mps" else "linux")))
+        stack.enter_context(mock.patch.object(sys, "platform", "darwin" if built == "mps" else "linux"))
+        stack.callback(setattr, sys, "__class__", sys.__class__)
+        sys.__class__ = _AskedSystem
         _SIMULATED.append((kind, built))
         stack.callback(_SIMULATED.pop)
         _MPS_IS_AVAILABLE.cache_clear()
