@@ -15,8 +15,8 @@ In the verdict (autograder/verdict.py) every test cell runs twice, side by side:
   so no text it sends is shown as it is. A tensor argument changed in place fails the call (`ChangedArgument`).
 
 So a function body can do anything in the caller (patch the checks, write a forged record, exit) and
-still decide nothing: the judge reads its result with `torch.load(weights_only=True)`, PyTorch's
-loader for untrusted checkpoints, and rebuilds it from a closed set of kinds; an unreadable or missing
+still decide nothing: the judge reads its result as plain data, with an unpickler that builds no class
+(`_DataOnly`), each tensor from its raw bytes, and rebuilds it from a closed set of kinds; an unreadable or missing
 result fails the call. Both children start from the same state (`same_draws`), and what only the judge
 runs keeps its random number generators (`judge_only`), so the cell's own tensors are the same in both;
 the caller restores the random number generators after each student call, so that what the student's
@@ -52,8 +52,11 @@ import contextlib
 import gc
 import inspect
 import io
+import math
 import os
+import pickle
 import re
+import signal
 import struct
 import sys
 import threading
@@ -80,10 +83,33 @@ NAME_LIMIT = 40  # characters of the name of a parameter or buffer of a module t
 NODE_LIMIT = 100_000  # parts of one result
 NAMES_LIMIT = 10_000  # names of the student's program the judge makes stubs for
 _HEADER = struct.Struct("<Q")
-# what sends a report, as it was when the boundary was imported, before any student cell ran: a cell that
-# replaces torch.save rewrote every report (attacks-machines.toml, torch-save-patched-in-a-cell-rewrites-every-
-# callers-report); integrity watches these names too
-_save, _write, _BytesIO = torch.save, os.write, io.BytesIO
+# What sends a report: functions of C, bound when the boundary was imported, before any student cell ran, and
+# none of which looks up a name that a cell can change as it runs. torch.save did, in torch.serialization's
+# namespace, its registries, pickle and Tensor.__reduce_ex__: a cell that replaced any of them rewrote every
+# report (attacks-machines.toml: torch-save-patched-in-a-cell-rewrites-every-callers-report,
+# torch-saves-first-unwatched-step-rewrites-every-callers-report). So a report is plain data pickled by the C
+# pickler, and each tensor of it raw bytes (`_wire`); the judge reads it back with an unpickler that builds no
+# class (`_DataOnly`). What PyTorch's dispatcher runs inside an operation on a tensor (a kernel registered with
+# torch.library) is the student's own process's, as in every caller (README, "What a student's code can still
+# misreport").
+_dumps, _write = pickle.dumps, os.write
+_TENSOR = torch._C.TensorBase  # PyTorch's C type: its methods cannot be replaced (Tensor's can)
+_TENSOR_DEVICE, _TENSOR_DTYPE, _TENSOR_LAYOUT = (_TENSOR.device.__get__, _TENSOR.dtype.__get__,
+                                                  _TENSOR.layout.__get__)
+_TENSOR_SIZE, _TENSOR_CPU, _TENSOR_TO_DENSE = _TENSOR.size, _TENSOR.cpu, _TENSOR.to_dense
+_TENSOR_RESOLVED = (_TENSOR.resolve_conj, _TENSOR.resolve_neg)
+_TENSOR_CONTIGUOUS, _TENSOR_RESHAPE, _TENSOR_VIEW, _TENSOR_NUMPY = (_TENSOR.contiguous, _TENSOR.reshape, _TENSOR.view,
+                                                                    _TENSOR.numpy)
+_NDARRAY_TOBYTES, _NO_TORCH_FUNCTION = numpy.ndarray.tobytes, torch._C.DisableTorchFunction
+_DTYPES = {str(dtype).removeprefix("torch."): dtype for dtype in vars(torch).values() if isinstance(dtype, torch.dtype)}
+_GET_SIGNAL, _SET_SIGNAL, _RAISE_SIGNAL, _EVERY_SIGNAL, _CALLABLE = (signal.getsignal, signal.signal, signal.raise_signal,
+                                                                     signal.valid_signals(), callable)
+# what ends the student's watchers (_no_watchers), bound as the rest: a cell may replace sys.setprofile or gc.callbacks
+_SET_PROFILE, _SET_TRACE = sys.setprofile, sys.settrace
+_THREADS_SET_PROFILE, _THREADS_SET_TRACE = threading.setprofile, threading.settrace
+_GC_CALLBACKS, _GC_DISABLE, _GC_ENABLE = gc.callbacks, gc.disable, gc.enable
+_HELD = {}  # signal → the student's handler, set aside while a report is made (_no_watchers), back once it is sent
+_ARRIVED = []  # the signals that came meanwhile, raised again then
 _CONTAINERS = {"list": list, "tuple": tuple, "dict": dict, "OrderedDict": OrderedDict}
 _CONSTANTS = (type(None), bool, int, float, str)
 
@@ -204,15 +230,63 @@ class Recorder(_Side):
 
     def _send(self, report):
         try:
-            buffer = _BytesIO()
-            _save(report, buffer)
-            data = buffer.getvalue()
+            if "payloads" in report:
+                with _disable_current_modes():
+                    report = {**report, "payloads": [_wire(payload) for payload in report["payloads"]]}
+            data = _dumps(report, protocol=5)
             _write(self.fd, _HEADER.pack(len(data)))
             view = memoryview(data)
             while view:
                 view = view[_write(self.fd, view):]
         finally:
-            gc.enable()  # sent: the student's next call runs as in the kernel (_no_watchers)
+            _GC_ENABLE()  # sent: the student's next call runs as in the kernel (_no_watchers)
+            held, arrived = list(_HELD.items()), list(dict.fromkeys(_ARRIVED))
+            _HELD.clear()
+            _ARRIVED.clear()
+            for signum, handler in held:
+                _SET_SIGNAL(signum, handler)
+            for signum in arrived:
+                _RAISE_SIGNAL(signum)
+
+
+def _wire(tensor) -> list:
+    """A payload as the report carries it: [dtype, shape, device, its bytes (None on meta, which has none)], made
+    with PyTorch's C methods alone (no `__torch_function__` of the student's runs). A sparse tensor goes dense: no
+    check reads a layout."""
+    with _NO_TORCH_FUNCTION():
+        if _TENSOR_LAYOUT(tensor) is not torch.strided:
+            tensor = _TENSOR_TO_DENSE(tensor)
+        device, dtype, shape = _TENSOR_DEVICE(tensor), _TENSOR_DTYPE(tensor), list(_TENSOR_SIZE(tensor))
+        if device.type == "meta":
+            return [str(dtype).removeprefix("torch."), shape, "meta", None]
+        flat = _TENSOR_RESHAPE(_TENSOR_CONTIGUOUS(_TENSOR_RESOLVED[1](_TENSOR_RESOLVED[0](_TENSOR_CPU(tensor)))), (-1,))
+        data = _NDARRAY_TOBYTES(_TENSOR_NUMPY(_TENSOR_VIEW(flat, torch.uint8)))
+    return [str(dtype).removeprefix("torch."), shape, str(device), data]
+
+
+def _unwired(item) -> torch.Tensor:
+    """In the judge: the tensor `_wire` sent, checked as untrusted data (a known dtype, a shape of at most 64
+    dimensions, exactly the bytes it needs)."""
+    dtype_name, shape, device, data = item
+    dtype = _DTYPES[dtype_name]
+    if not (type(shape) is list and len(shape) <= 64 and all(type(size) is int and size >= 0 for size in shape)):
+        raise ValueError("not a shape")
+    if device == "meta":
+        return torch.empty(shape, dtype=dtype, device="meta")
+    if type(data) is not bytes or len(data) != math.prod(shape) * torch.empty((), dtype=dtype).element_size():
+        raise ValueError("not the tensor's bytes")
+    flat = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
+    tensor = flat.view(dtype).reshape(shape)
+    return tensor if device == "cpu" else tensor.to(torch.device(device))
+
+
+class _DataOnly(pickle.Unpickler):
+    """Reads what the C pickler made of plain data (dicts, lists, str, bytes, numbers), and nothing else: it builds
+    no class and calls no function, whatever the caller wrote (the recipe of Python's documentation for
+    untrusted pickles, "Restricting Globals")."""
+
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(f"{module}.{name} is not data")
 
 
 def _no_watchers():
@@ -220,13 +294,25 @@ def _no_watchers():
     each caller, and saw the report made: attacks-machines.toml,
     a-profile-hook-of-a-student-cell-rewrites-the-report-in-every-caller), and every garbage collector callback;
     the collector itself waits until the report is sent (a `__del__` of a cycle it collects runs the student's
-    code)."""
-    sys.setprofile(None)
-    sys.settrace(None)
-    threading.setprofile(None)
-    threading.settrace(None)
-    gc.callbacks.clear()
-    gc.disable()
+    code), and so does every signal handler of the student's (an interval timer fires it between any two lines,
+    in whichever thread the signal came: an-interval-timers-signal-handler-rewrites-the-report-after-the-call)."""
+    _SET_PROFILE(None)
+    _SET_TRACE(None)
+    _THREADS_SET_PROFILE(None)
+    _THREADS_SET_TRACE(None)
+    _GC_CALLBACKS.clear()
+    _GC_DISABLE()
+    if not _HELD:
+        for signum in _EVERY_SIGNAL:
+            handler = _GET_SIGNAL(signum)
+            if _CALLABLE(handler):
+                _HELD[signum] = handler
+                _SET_SIGNAL(signum, _arrived)
+
+
+def _arrived(signum, frame):
+    """The handler of every signal while a report is made: the student's own runs once the report is sent."""
+    _ARRIVED.append(signum)
 
 
 class Judge(_Side):
@@ -287,15 +373,17 @@ class Judge(_Side):
 
 
 def read_frame(fd) -> dict | None:
-    """The caller's next frame, read as data only (`torch.load(weights_only=True)`): None when the pipe
-    ended first; ValueError when what came is not a frame of a dict."""
+    """The caller's next frame, read as data only (`_DataOnly`, `_unwired`): None when the pipe ended first;
+    ValueError when what came is not a frame of a dict."""
     header = read_exactly(fd, _HEADER.size)
     if header is None:
         return None
     (size,) = _HEADER.unpack(header)
     data = read_exactly(fd, size) if size <= FRAME_LIMIT else None
     try:
-        frame = torch.load(io.BytesIO(data), weights_only=True, map_location=None)
+        frame = _DataOnly(io.BytesIO(data)).load()
+        if type(frame) is dict and "payloads" in frame:
+            frame["payloads"] = [_unwired(item) for item in frame["payloads"]]
     except Exception:  # noqa: BLE001: whatever the caller wrote, it is not a frame
         raise ValueError("not a frame") from None
     if not isinstance(frame, dict):
@@ -620,7 +708,7 @@ class Known:
 
 
 def encode(value, known, payloads, sent=None, depth=0):
-    """`value` as plain data (dicts, lists, constants, tensors) that `torch.load(weights_only=True)` reads.
+    """`value` as plain data (dicts, lists, constants, tensors) that the judge reads (`_send`, `read_frame`).
     What the judge will hold only as an opaque stand-in is added to `sent`."""
     if depth > DEPTH_LIMIT or len(payloads) > NODE_LIMIT:
         raise RecursionError("result too deep")

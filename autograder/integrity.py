@@ -14,13 +14,9 @@ model in the README says so, and what protects against that (one container per s
 import functools
 
 WATCHED = {
-    "torch": ["device", "equal", "is_tensor", "Tensor", "stack", "save"],
-    # what the boundary sends a report with (boundary._send: bound at its import, and watched there too), and what
-    # torch.save looks up as it runs
-    "os": ["write"],
-    "io": ["BytesIO"],
-    "torch.serialization": ["_save", "_open_zipfile_writer", "_open_file_like"],
-    "pickle": ["Pickler"],
+    # not what the boundary sends a report with: functions of C bound at its import, which look nothing up as they
+    # run (boundary._send); a student may wrap torch.save or torch.load
+    "torch": ["device", "equal", "is_tensor", "Tensor", "stack"],
     "torch.Tensor": ["to", "device", "dtype", "is_leaf", "requires_grad", "grad_fn", "cpu", "detach",
                      "numpy", "__class__", "shape", "is_floating_point"],
     "torch.nn.Module": ["to", "parameters", "buffers", "named_parameters", "named_buffers", "modules",

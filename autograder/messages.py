@@ -82,8 +82,8 @@ def typed_field(value) -> dict:
         return {"device": str(value)}
     if isinstance(value, torch.dtype):
         return {"dtype": str(value)}
-    if isinstance(value, (bool, int, float)):
-        return {"number": value}
+    if isinstance(value, (bool, int, float)):  # as Python's own number: the judge reads plain data only
+        return {"number": next(kind(value) for kind in (bool, int, float) if isinstance(value, kind))}
     if isinstance(value, (tuple, list, torch.Size)) and all(type(v) is int for v in value):
         return {"shape": list(value)}
     return {"str": str(value)[:400]}

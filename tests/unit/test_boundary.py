@@ -746,10 +746,60 @@ def frame(data: bytes) -> bytes:
 
 
 def forged(report: dict) -> bytes:
-    """A frame a caller could write: any data that `torch.load(weights_only=True)` reads."""
-    buffer = io.BytesIO()
-    torch.save(report, buffer)
-    return frame(buffer.getvalue())
+    """A frame a caller could write: any plain data, its tensors as the caller sends them (`boundary._wire`)."""
+    if "payloads" in report:
+        report = {**report, "payloads": [boundary._wire(p) if isinstance(p, torch.Tensor) else p
+                                         for p in report["payloads"]]}
+    return frame(pickle.dumps(report, protocol=5))
+
+
+@pytest.mark.parametrize("tensor", [
+    torch.arange(6.0).reshape(2, 3).T, torch.tensor(2.5, dtype=torch.bfloat16), torch.tensor([True, False]),
+    torch.empty(0, 3, dtype=torch.float16), torch.tensor([1 + 2j]).conj(), -torch.arange(3), torch.zeros(2, 5, device="meta"),
+    torch.eye(3).to_sparse(), torch.randn(2, 2, dtype=torch.float64).requires_grad_(),
+], ids=["transposed", "bfloat16-0-dim", "bool", "empty-float16", "conjugate", "int64", "meta", "sparse", "float64"])
+def test_a_tensor_crosses_as_its_bytes_and_comes_back_equal(tensor):
+    """What the caller sends is made by PyTorch's C methods alone, and what the judge rebuilds is the same tensor:
+    device, dtype, shape and values (strides and layout are no check's)."""
+    back = boundary._unwired(pickle.loads(pickle.dumps(boundary._wire(tensor.detach()))))
+    assert (back.device, back.dtype, back.shape) == (tensor.device, tensor.dtype, tensor.shape)
+    if tensor.device.type != "meta":
+        assert torch.equal(back, tensor.detach().resolve_conj().resolve_neg().to_dense())
+
+
+def test_the_report_is_sent_whatever_a_cell_replaced_of_torch_save(pipe, monkeypatch):
+    """attacks-machines.toml: torch-saves-first-unwatched-step-rewrites-every-callers-report. Nothing that sends a
+    report looks up a name a cell can change: torch.save, torch.serialization, pickle.Pickler and
+    Tensor.__reduce_ex__ replaced by code that would rewrite the report are never called."""
+    reader, writer = pipe
+
+    def rewrite(*args, **kwargs):
+        raise AssertionError("the student's replacement ran")
+
+    for owner, name in [(torch, "save"), (torch.serialization, "_check_dill_version"), (torch.serialization, "_save"),
+                        (pickle, "Pickler"), (torch.Tensor, "__reduce_ex__"), (torch.Tensor, "__torch_function__")]:
+        monkeypatch.setattr(owner, name, rewrite)
+    boundary.Recorder(writer).call("f()", lambda: torch.arange(3.0), (), {}, None, core._run)
+    monkeypatch.undo()
+    back = boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
+    assert torch.equal(back, torch.arange(3.0))
+
+
+@pytest.mark.parametrize("payload", [
+    ["float32", [3], "cpu", b"\0" * 11], ["float32", [3], "cpu", None], ["no_such_dtype", [1], "cpu", b"\0"],
+    ["uint8", [-1], "cpu", b""], ["uint8", [1] * 65, "cpu", b"\0"], ["uint8", [1.5], "cpu", b"\0"],
+    ["uint8", [1], "nowhere", b"\0"], "not a payload",
+], ids=["too-few-bytes", "no-bytes", "unknown-dtype", "negative-size", "too-many-dimensions", "float-size",
+        "unknown-device", "a-string"])
+def test_a_payload_that_is_not_a_tensors_bytes_fails_the_call(pipe, payload):
+    reader, writer = pipe
+    os.write(writer, forged({"what": "f()", "result": {"kind": "tensor", "payload": 0, "same": None, "parameter": False,
+                                                       "requires_grad": False, "leaf": True, "sources": [],
+                                                       "grad_fn": "NoneType"},
+                             "payloads": [payload], "held": [], "counters": [], "files": [], "carrying": []}))
+    with pytest.raises(AssertionError) as failure:
+        boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
+    assert failure.value.course_key == "verdict_call_unreadable"
 
 
 class Planted:
@@ -859,3 +909,39 @@ def test_a_program_that_sent_no_names_or_garbage_gives_the_judge_none(pipe, sent
     os.write(writer, sent)
     os.close(writer)
     assert boundary.read_names(reader) == names
+
+
+def test_a_signal_handler_of_the_students_never_runs_while_the_report_is_made(pipe):
+    """attacks-machines.toml: an-interval-timers-signal-handler-rewrites-the-report-after-the-call. A handler of the
+    student's runs between any two lines of the caller: every signal is held from the student's return until the
+    report is written (and the collector too), and the student's own handler is back afterwards."""
+    import gc
+    import signal
+
+    reader, writer = pipe
+    making = {"encode", "held_state", "_wire", "_file_state", "_dumps"}  # not _send's restoring the mask at its end
+    seen = []
+
+    def handler(signum, frame):
+        if frame.f_code is handler.__code__:  # the timer came again while it ran
+            return
+        names = []
+        while frame is not None:
+            names.append(frame.f_code.co_name)
+            frame = frame.f_back
+        seen.append(names)
+
+    def answer():
+        signal.setitimer(signal.ITIMER_REAL, 1e-4, 1e-4)
+        return [torch.randn(4, 4) for _ in range(200)]  # the pipe holds it all (64 KiB)
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    try:
+        for _ in range(3):
+            boundary.Recorder(writer).call("f()", answer, (), {}, None, core._run)
+            assert len(boundary.Judge(reader).call("f()", None, (), {}, None, core._run)) == 200
+            assert signal.getsignal(signal.SIGALRM) is handler and gc.isenabled()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert seen and not [names for names in seen if making & set(names)], seen  # it ran, never inside the report
