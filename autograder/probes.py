@@ -251,40 +251,73 @@ def meta_standing_for(device):
         stack.enter_context(mock.patch.object(torch.Tensor, "get_device", get_device))
         for name, method in _copied_to_the_cpu(device).items():
             stack.enter_context(mock.patch.object(torch.Tensor, name, method))
+        # PyTorch's foreach kernels (clip_grad_norm_(..., foreach=True), a foreach optimizer) run on the GPU, and
+        # on the meta device too: only their list of devices leaves meta out
+        foreach = importlib.import_module("torch.utils._foreach_utils")
+        devices = foreach._get_foreach_kernels_supported_devices()
+        stack.enter_context(mock.patch.object(foreach, "_get_foreach_kernels_supported_devices",
+                                              lambda: [*devices, "meta"]))
         yield
 
 
 def _copied_to_the_cpu(device):
     """What a meta tensor standing in for a GPU's gives when copied to the CPU (`.cpu()`, `.to("cpu")`,
-    `.numpy(force=True)`, `.item()`, `.tolist()`): zeros of its shape and dtype, as the GPU's tensor gives its
-    values (the meta device has none). NumPy refuses it as it refuses the device it stands for. Methods of
-    torch.Tensor, patched for the stand-in's time only: a mode would route the checks' C reads through them."""
-    real = {name: getattr(torch.Tensor, name) for name in ("cpu", "to", "numpy", "item", "tolist")}
+    `.numpy(force=True)`, `.item()`, `.tolist()`, `float()`, `int()`, `bool()`, a format): zeros of its shape and
+    dtype, as the GPU's tensor gives its values (the meta device has none); NumPy refuses it as it refuses the device
+    it stands for. A tensor moved to the device stood for (`.to(model_device)`, `.cuda()`) is one more stand-in.
+    Methods of torch.Tensor, patched for the stand-in's time only: a mode would route the checks' C reads through
+    them."""
+    real = {name: getattr(torch.Tensor, name)
+            for name in ("cpu", "cuda", "to", "numpy", "item", "tolist", "__float__", "__int__", "__index__",
+                         "__bool__", "__format__")}
+
+    def on_meta(tensor) -> bool:
+        return _device_of(tensor).type == "meta"
 
     def cpu(tensor, *args, **kwargs):
-        return _zeros_as(tensor, tensor.dtype) if _device_of(tensor).type == "meta" else real["cpu"](tensor, *args, **kwargs)
+        return _zeros_as(tensor, _dtype_of(tensor)) if on_meta(tensor) else real["cpu"](tensor, *args, **kwargs)
 
     def to(tensor, *args, **kwargs):
-        if _device_of(tensor).type == "meta":
-            target, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
-            if target is not None and torch.device(target).type == "cpu":
-                return _zeros_as(tensor, dtype or tensor.dtype)
+        target, dtype = _target_of_to(args, kwargs)
+        if on_meta(tensor) and target is not None and target.type == "cpu":
+            return _zeros_as(tensor, dtype or _dtype_of(tensor))
+        if target is not None and target.type == device.type:  # to the GPU stood for: on the stand-in
+            return real["to"](tensor, device="meta", dtype=dtype or _dtype_of(tensor), copy=kwargs.get("copy", False))
         return real["to"](tensor, *args, **kwargs)
 
+    def cuda(tensor, *args, **kwargs):
+        return to(tensor, "cuda") if device.type == "cuda" else real["cuda"](tensor, *args, **kwargs)
+
     def numpy(tensor, *, force=False):
-        if _device_of(tensor).type != "meta":
+        if not on_meta(tensor):
             return real["numpy"](tensor, force=force)
         if force:
-            return _zeros_as(tensor, tensor.dtype).detach().numpy()
+            return _zeros_as(tensor, _dtype_of(tensor)).detach().numpy()
         raise TypeError(f"can't convert {device.type}:{device.index or 0} device type tensor to numpy. Use "
                         "Tensor.cpu() to copy the tensor to host memory first.")
 
     def read(name):
-        def value(tensor):
-            return real[name](_zeros_as(tensor, tensor.dtype).detach() if _device_of(tensor).type == "meta" else tensor)
+        def value(tensor, *args):
+            return real[name](_zeros_as(tensor, _dtype_of(tensor)).detach() if on_meta(tensor) else tensor, *args)
         return value
 
-    return {"cpu": cpu, "to": to, "numpy": numpy, "item": read("item"), "tolist": read("tolist")}
+    return {"cpu": cpu, "cuda": cuda, "to": to, "numpy": numpy,
+            **{name: read(name) for name in ("item", "tolist", "__float__", "__int__", "__index__", "__bool__",
+                                             "__format__")}}
+
+
+def _target_of_to(args, kwargs) -> tuple:
+    """The device (a torch.device, or None) and the dtype `Tensor.to(*args, **kwargs)` asks for, as PyTorch parses
+    them; its parser refuses the `copy` flag, which changes neither."""
+    kwargs = {key: value for key, value in kwargs.items() if key != "copy"}
+    while True:
+        try:
+            target, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
+            return (None if target is None else torch.device(target)), dtype
+        except RuntimeError:
+            if not (args and isinstance(args[-1], bool)):  # a positional copy (or non_blocking) flag
+                raise
+            args = args[:-1]
 
 
 def _zeros_as(tensor, dtype):

@@ -159,8 +159,11 @@ def test_a_checkpoint_mapped_to_meta_loads_into_a_cpu_model_and_stays_unless_mov
     (lambda t: t.detach().numpy(), "can't convert cuda:0 device type tensor to numpy"),  # the classic mistake
     (lambda t: t.numpy(), "can't convert cuda:0 device type tensor to numpy"),  # the device first, as PyTorch
     (lambda t: t.cpu().numpy(), "Can't call numpy() on Tensor that requires grad"),
+    (lambda t: t.detach().to("cpu", copy=True).numpy(), "ndarray"),  # attack-8: to-numpy-copies-with-to-cpu-copy-true
+    (lambda t: t.detach().to("cpu", torch.float32, False, True).numpy(), "ndarray"),  # copy, given by position
+    (lambda t: numpy.full((2, 3), float(t.detach().sum())), "ndarray"),  # float() of a value on the GPU
 ], ids=["detach-cpu", "detach-to-cpu", "force", "asks-the-device", "asks-is-cuda", "item-and-tolist", "no-cpu",
-        "no-cpu-no-detach", "no-detach"])
+        "no-cpu-no-detach", "no-detach", "copy-true", "copy-by-position", "float"])
 def test_a_stand_in_for_a_gpu_tensor_reaches_numpy_only_through_the_cpu(answer, found):
     tensor = torch.ones(2, 3).requires_grad_().to("meta")
     try:
@@ -174,6 +177,41 @@ def test_a_stand_in_for_a_gpu_tensor_reaches_numpy_only_through_the_cpu(answer, 
 
 
 # The meta device standing in for an accelerator: what a CPU grader cannot run, seen from an answer's side.
+
+@pytest.mark.parametrize("move", [lambda t, device: t.to(device), lambda t, device: t.to(device, non_blocking=True),
+                                  lambda t, device: t.to(device=device, dtype=torch.float16),
+                                  lambda t, device: t.cuda(), lambda t, device: t.to(torch.device(device.type))],
+                         ids=["to", "non-blocking", "keywords", "cuda", "device-type"])
+@pytest.mark.parametrize("on", ["cpu", "meta"])
+def test_a_tensor_moved_to_the_device_stood_for_is_one_more_stand_in(move, on):
+    """attack-8: scaled-train-step-moves-the-batch-to-the-models-device. `batch.to(model_device)`, where the model's
+    device reads as the GPU stood for, gives a meta tensor, as a GPU's would be there, whether the tensor was on
+    the GPU already (meta) or on the CPU."""
+    model = nn.Linear(3, 2).to("meta")
+
+    def answer(model, x):
+        device = next(model.parameters()).device
+        return move(x, device), device
+
+    moved, device = on_stand_in("cuda", answer, model, torch.ones(4, 3, device=on))
+    assert device == torch.device("cuda") and _device_of(moved) == torch.device("meta") and moved.shape == (4, 3)
+
+
+def test_a_logged_loss_and_foreach_clipping_run_on_the_stand_in():
+    """attack-8: a learning curve kept with float(loss) and f"{loss:.4f}", and clip_grad_norm_(foreach=True): a
+    GPU runs them, so the stand-in does (zeros for the values it has not got)."""
+    model = nn.Linear(3, 2).to("meta")
+
+    def step(model, x):
+        loss = model(x).sum()
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True)
+        return float(loss), f"{loss:.4f}", int(loss), bool(loss), loss.item(), float(norm)
+
+    assert on_stand_in("cuda", step, model, torch.ones(4, 3, device="meta")) == (0.0, "0.0000", 0, False, 0.0, 0.0)
+    with pytest.raises(Exception):  # outside, none of it exists
+        float(torch.ones((), device="meta"))
+
 
 def test_a_meta_tensor_reads_as_the_stood_for_device_only_inside():
     weight = torch.ones(2, device="meta")
