@@ -274,6 +274,9 @@ def _copied_to_the_cpu(device):
     def on_meta(tensor) -> bool:
         return _device_of(tensor).type == "meta"
 
+    def stood_for(target) -> bool:  # the very GPU stood for, its first one where no index is named
+        return target is not None and (target.type, target.index or 0) == (device.type, device.index or 0)
+
     def cpu(tensor, *args, **kwargs):
         return _zeros_as(tensor, _dtype_of(tensor)) if on_meta(tensor) else real["cpu"](tensor, *args, **kwargs)
 
@@ -281,12 +284,13 @@ def _copied_to_the_cpu(device):
         target, dtype = _target_of_to(args, kwargs)
         if on_meta(tensor) and target is not None and target.type == "cpu":
             return _zeros_as(tensor, dtype or _dtype_of(tensor))
-        if target is not None and target.type == device.type:  # to the GPU stood for: on the stand-in
+        if stood_for(target):  # on the stand-in
             return real["to"](tensor, device="meta", dtype=dtype or _dtype_of(tensor), copy=kwargs.get("copy", False))
         return real["to"](tensor, *args, **kwargs)
 
-    def cuda(tensor, *args, **kwargs):
-        return to(tensor, "cuda") if device.type == "cuda" else real["cuda"](tensor, *args, **kwargs)
+    def cuda(tensor, target=None, *args, **kwargs):
+        target = torch.device("cuda", target) if isinstance(target, int) else torch.device(target or "cuda")
+        return to(tensor, target) if stood_for(target) else real["cuda"](tensor, target, *args, **kwargs)
 
     def numpy(tensor, *, force=False):
         if not on_meta(tensor):

@@ -197,6 +197,15 @@ def test_a_tensor_moved_to_the_device_stood_for_is_one_more_stand_in(move, on):
     assert device == torch.device("cuda") and _device_of(moved) == torch.device("meta") and moved.shape == (4, 3)
 
 
+def test_a_tensor_moved_to_another_gpu_than_the_one_stood_for_is_not_on_the_stand_in():
+    """Standing in for cuda:1, `.to("cuda:0")` (or `.cuda()`, the first GPU) is a move to a GPU the grader has not
+    got: it fails there as it does on any CPU grader, not silently on the stand-in."""
+    for move in [lambda t: t.to("cuda:0"), lambda t: t.to("cuda"), lambda t: t.cuda()]:
+        with pytest.raises((RuntimeError, AssertionError)):
+            on_stand_in("cuda:1", move, torch.ones(2, device="meta"))
+    assert _device_of(on_stand_in("cuda:1", lambda t: t.to("cuda:1"), torch.ones(2))) == torch.device("meta")
+
+
 def test_a_logged_loss_and_foreach_clipping_run_on_the_stand_in():
     """attack-8: a learning curve kept with float(loss) and f"{loss:.4f}", and clip_grad_norm_(foreach=True): a
     GPU runs them, so the stand-in does (zeros for the values it has not got)."""
