@@ -3,10 +3,12 @@
 What a machine *has* and what its PyTorch was *built for* differ on most students' laptops: PyPI's
 default Linux wheel is the CUDA build, and on a machine without an NVIDIA GPU it reports CUDA as its
 accelerator (`torch.accelerator.current_accelerator()`) while CUDA is not available. Only availability
-is simulated: no tensor is ever created on the pretended device.
+is simulated: no tensor is ever created on the pretended device; one made there is made on the meta device
+(`_made_on_meta`), with its shape and dtype and no values.
 """
 import importlib
 import os
+import pkgutil
 import platform
 import sys
 import types
@@ -212,6 +214,48 @@ def _replacement(target, answer):
 
 
 _REPLACEMENTS = {target: _replacement(target, answer) for target, answer in _ANSWERS.items()}
+
+
+# PyTorch's functions that make a tensor on the `device=` they are given
+_FACTORIES = [*(f"torch.{name}" for name in (
+    "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace", "logspace", "eye",
+    "tensor", "as_tensor", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+    "randint_like", "empty_strided", "scalar_tensor")),
+    *(f"torch.Tensor.{name}" for name in ("new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"))]
+
+
+def _made_on_meta(real):
+    """`real`, a factory, where a tensor made on the simulated accelerator (`torch.ones(1, device="cuda")`) is made
+    on the meta device: its shape and dtype, and no values, on every grader, a GPU's too (the same grade on each).
+    Code that checks that the device works by making a tensor there (a driver too old, a GPU taken) works on the
+    simulated one (attacks-machines.toml: pick-device-checks-that-a-tensor-can-be-made-there); on the meta device
+    standing in for a GPU (autograder/probes.py) the tensor is one more stand-in. A function patched for the
+    simulation's time, as the answers are: a mode would route the checks' reads of a tensor's device through it."""
+
+    def factory(*args, **kwargs):
+        device, kind = kwargs.get("device"), _SIMULATED[-1][0] if _SIMULATED else None
+        if kind is not None and isinstance(device, (str, torch.device)) and torch.device(device).type == kind:
+            kwargs = {**kwargs, "device": "meta"}
+        if kind is not None and kwargs.get("pin_memory"):  # page-locked memory needs the accelerator's driver
+            kwargs = {**kwargs, "pin_memory": False}
+        return real(*args, **kwargs)
+
+    factory.__name__ = getattr(real, "__name__", "factory")
+    return factory
+
+
+_REPLACEMENTS.update({target: _made_on_meta(pkgutil.resolve_name(target)) for target in _FACTORIES})
+
+
+def _pin_memory(tensor, *args, **kwargs):
+    """`Tensor.pin_memory()` (lesson 07's `.pin_memory().to(device, non_blocking=True)`): where an accelerator is
+    simulated, a copy, as the page-locked one would be, its values the same; elsewhere PyTorch's own."""
+    if _SIMULATED and _SIMULATED[-1][0] is not None:
+        return torch._C.TensorBase.clone(tensor)
+    return torch._C.TensorBase.pin_memory(tensor, *args, **kwargs)
+
+
+_REPLACEMENTS["torch.Tensor.pin_memory"] = _pin_memory
 # the real one (functools.lru_cache: what it answered before is not the machine's)
 _MPS_IS_AVAILABLE = torch.backends.mps.is_available
 

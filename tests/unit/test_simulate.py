@@ -262,3 +262,21 @@ def test_torch_compile_on_a_simulated_machine_gives_the_code_as_it_is(machine):
         assert torch.compile(scale) is scale and torch.compile(mode="max-autotune")(scale) is scale
         assert torch.compile(model) is model
     assert torch.compile(scale) is not scale  # the real one again
+
+
+@pytest.mark.parametrize("make", [lambda d: torch.ones(1, device=d), lambda d: torch.tensor([1.0, 2.0], device=d),
+                                  lambda d: torch.zeros_like(torch.ones(2), device=d),
+                                  lambda d: torch.ones(2).new_zeros(3, device=d),
+                                  lambda d: torch.empty(2, device=d, pin_memory=True)],
+                         ids=["ones", "tensor", "zeros_like", "new_zeros", "pinned"])
+@pytest.mark.parametrize("machine", [Machine("cuda", "cuda"), Machine("mps", "mps")], ids=str)
+def test_a_tensor_made_on_the_simulated_accelerator_is_made_on_meta(make, machine):
+    """attacks-machines.toml: pick-device-checks-that-a-tensor-can-be-made-there. A tensor made on the simulated
+    accelerator has its shape and dtype and no values, on every grader; on the CPU it is what it was, pinned or not
+    (page-locked memory needs the accelerator's driver), and so is a copy pinned afterwards."""
+    with simulated_machine(machine):
+        made, on_cpu, pinned = make(machine.present), make("cpu"), torch.arange(3.0).pin_memory()
+    assert made.device == torch.device("meta") and on_cpu.device == torch.device("cpu")
+    assert torch.equal(pinned, torch.arange(3.0))
+    with pytest.raises((RuntimeError, AssertionError, TypeError)):  # the grader has no such device
+        make(machine.present)
