@@ -36,6 +36,7 @@ def test_a_data_set_of_many_files_is_one_entry_and_cells_still_run_again_apart(t
         (own / "data" / "train" / f"{sample:05d}.txt").write_text(str(sample % 10))
     before = program.listed_files()
     assert set(before) == {"data", "data/train"}
+    assert before["data/train"][0] > program._FILES_BYTES  # large: linked into a folder run again, never copied
     (own / "checkpoints").mkdir()
     made = program.touched(before)[0]
     assert made == {"checkpoints"}
@@ -44,6 +45,21 @@ def test_a_data_set_of_many_files_is_one_entry_and_cells_still_run_again_apart(t
     for sample in range(60):  # a data set at the top is listed file by file: past the limit, nothing is
         (own / f"{sample}.txt").write_text("1")
     assert program.listed_files() is None
+
+
+def test_what_a_cell_touched_is_unknown_when_either_listing_is(tmp_path, monkeypatch):
+    own = tmp_path / "program-x"
+    own.mkdir()
+    monkeypatch.setattr(program, "_PROGRAM_FOLDER", [str(own)])
+    assert program.touched(None) == (None, set(), set())  # before it, the folder could not be listed
+    before = program.listed_files()
+    monkeypatch.setattr(program, "listed_files", lambda: None)
+    assert program.touched(before) == (None, set(), set())  # nor after it
+
+
+def test_a_cell_that_is_not_python_mentions_and_binds_nothing():
+    """A cell whose code Python cannot parse (it failed in the kernel too) is no cell's dependency."""
+    assert program.cell_names(program.new_shell(), "def broken(:\n    pass") == (set(), set())
 
 
 @pytest.mark.parametrize("source, mentioned, assigned", [
