@@ -66,7 +66,7 @@ from collections.abc import Mapping, MutableMapping, MutableSequence
 import numpy
 import torch
 from torch import nn
-from torch.utils._python_dispatch import _disable_current_modes, _get_current_dispatch_mode_stack
+from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
 from .checks.core import GRAD_FN_NAME
 from .checks.tensors import _reaches
@@ -98,12 +98,23 @@ _TENSOR_DEVICE, _TENSOR_DTYPE, _TENSOR_LAYOUT = (_TENSOR.device.__get__, _TENSOR
                                                   _TENSOR.layout.__get__)
 _TENSOR_SIZE, _TENSOR_CPU, _TENSOR_TO_DENSE = _TENSOR.size, _TENSOR.cpu, _TENSOR.to_dense
 _TENSOR_RESOLVED = (_TENSOR.resolve_conj, _TENSOR.resolve_neg)
-_TENSOR_CONTIGUOUS, _TENSOR_RESHAPE, _TENSOR_VIEW, _TENSOR_NUMPY = (_TENSOR.contiguous, _TENSOR.reshape, _TENSOR.view,
-                                                                    _TENSOR.numpy)
-_NDARRAY_TOBYTES, _NO_TORCH_FUNCTION = numpy.ndarray.tobytes, torch._C.DisableTorchFunction
-_DTYPES = {str(dtype).removeprefix("torch."): dtype for dtype in vars(torch).values() if isinstance(dtype, torch.dtype)}
-_GET_SIGNAL, _SET_SIGNAL, _RAISE_SIGNAL, _EVERY_SIGNAL, _CALLABLE = (signal.getsignal, signal.signal, signal.raise_signal,
-                                                                     signal.valid_signals(), callable)
+_TENSOR_CLONE, _TENSOR_DETACH, _TENSOR_RESHAPE, _TENSOR_VIEW, _TENSOR_NUMPY = (_TENSOR.clone, _TENSOR.detach,
+                                                                              _TENSOR.reshape, _TENSOR.view,
+                                                                              _TENSOR.numpy)
+_FROM_NUMPY = torch.from_numpy
+# a name as Python's own str: a class's name may be a str of the student's class, whose pickling runs its code
+_STR = str.__str__
+_NDARRAY_TOBYTES = numpy.ndarray.tobytes
+# PyTorch's own switches, of C, for what the boundary runs on tensors while a report is made or read: no mode and no
+# `__torch_function__` of the student's sees it (a counter's, or one that runs code), and no Python of PyTorch's runs
+# to enter them (torch.utils._python_dispatch._disable_current_modes did, and looked up helpers a cell could replace:
+# attacks-machines.toml, the-mode-stack-helper-disable-current-modes-looks-up-rewrites-every-report)
+_NO_DISPATCH, _NO_TORCH_FUNCTION = torch._C._DisableTorchDispatch, torch._C.DisableTorchFunction
+# the dtypes a payload may have: what `_wire` sends, not PyTorch's quantized or bit-packed ones
+_DTYPES = {str(dtype).removeprefix("torch."): dtype for dtype in vars(torch).values() if isinstance(dtype, torch.dtype)
+           and not str(dtype).removeprefix("torch.").startswith(("q", "bits", "float4"))}
+_GET_SIGNAL, _SET_SIGNAL, _RAISE_SIGNAL = signal.getsignal, signal.signal, signal.raise_signal
+_EVERY_SIGNAL, _CALLABLE = signal.valid_signals(), callable
 # what ends the student's watchers (_no_watchers), bound as the rest: a cell may replace sys.setprofile or gc.callbacks
 _SET_PROFILE, _SET_TRACE = sys.setprofile, sys.settrace
 _THREADS_SET_PROFILE, _THREADS_SET_TRACE = threading.setprofile, threading.settrace
@@ -184,39 +195,43 @@ class Recorder(_Side):
             return run(what, function, args, kwargs, then)
         report = {"what": what}
         counters = _counters()
-        with random_state_kept():  # the judge made no call: both sides draw on from the same state
-            before = [counter.tally() for counter in counters]
-            try:
+        try:
+            with random_state_kept():  # the judge made no call: both sides draw on from the same state
+                before = [counter.tally() for counter in counters]
                 try:
-                    result = run(what, function, args, kwargs, then)
-                finally:
-                    _no_watchers()  # what the student's code set to watch this process ends before a report is made
-                integrity.verify(what)
-            except AssertionError as failure:  # the call's diagnostic (not answered, raised, tampering, ...)
-                from .messages import typed_field
+                    try:
+                        result = run(what, function, args, kwargs, then)
+                    finally:
+                        _no_watchers()  # what the student's code set to watch this process ends before a report is made
+                    integrity.verify(what)
+                except AssertionError as failure:  # the call's diagnostic (not answered, raised, tampering, ...)
+                    from .messages import typed_field
 
-                fields = getattr(failure, "course_fields", None) or {}
-                cause = failure.__cause__
-                report["failed"] = {"key": str(getattr(failure, "course_key", "verdict_failed")),
-                                    "fields": {str(k): typed_field(v) for k, v in fields.items()},
-                                    "kinds": [t.__name__ for t in type(cause).__mro__] if cause is not None else [],
-                                    "cause": str(cause)[:CAUSE_LIMIT] if cause is not None else "",
-                                    "lines": _traceback_lines(cause)}
-                self._send(report)
-                raise
-            report["counters"] = [counter.since(tally, _tensors(result)) for counter, tally in zip(counters, before)]
-            with _disable_current_modes():
-                payloads = Payloads()
-                report["result"] = encode(result, known, payloads, self.sent)
-                report["held"] = [held_state(value, known, payloads) for value in known.held]
-                report["files"] = [_file_state(path, payloads) for path in _paths(args, kwargs)]
-                report["payloads"] = list(payloads)
-                report["carrying"] = [[index, path] for index, value in enumerate(known.held)
-                                      if isinstance(value, nn.Module)
-                                      for path, module in value.named_modules() if self._carries_code(module)]
-                self.mark(known, report["carrying"])
-                self.mark_made(known, result)
-        self._send(report)
+                    fields = getattr(failure, "course_fields", None) or {}
+                    cause = failure.__cause__
+                    report["failed"] = {"key": str(getattr(failure, "course_key", "verdict_failed")),
+                                        "fields": {str(k): typed_field(v) for k, v in fields.items()},
+                                        "kinds": [_STR(t.__name__) for t in type(cause).__mro__] if cause else [],
+                                        "cause": str(cause)[:CAUSE_LIMIT] if cause is not None else "",
+                                        "lines": _traceback_lines(cause)}
+                    self._send(report)
+                    raise
+                report["counters"] = [counter.since(tally, _tensors(result))
+                                      for counter, tally in zip(counters, before)]
+                with _NO_DISPATCH(), _NO_TORCH_FUNCTION():
+                    payloads = Payloads()
+                    report["result"] = encode(result, known, payloads, self.sent)
+                    report["held"] = [held_state(value, known, payloads) for value in known.held]
+                    report["files"] = [_file_state(path, payloads) for path in _paths(args, kwargs)]
+                    report["payloads"] = list(payloads)
+                    report["carrying"] = [[index, path] for index, value in enumerate(known.held)
+                                          if isinstance(value, nn.Module)
+                                          for path, module in value.named_modules() if self._carries_code(module)]
+                    self.mark(known, report["carrying"])
+                    self.mark_made(known, result)
+            self._send(report)
+        finally:
+            _watchers_back()  # whatever ended the report (an error of encode's too), the student's watchers are back
         return result
 
     def send_names(self, names):
@@ -231,7 +246,7 @@ class Recorder(_Side):
     def _send(self, report):
         try:
             if "payloads" in report:
-                with _disable_current_modes():
+                with _NO_DISPATCH(), _NO_TORCH_FUNCTION():
                     report = {**report, "payloads": [_wire(payload) for payload in report["payloads"]]}
             data = _dumps(report, protocol=5)
             _write(self.fd, _HEADER.pack(len(data)))
@@ -239,27 +254,22 @@ class Recorder(_Side):
             while view:
                 view = view[_write(self.fd, view):]
         finally:
-            _GC_ENABLE()  # sent: the student's next call runs as in the kernel (_no_watchers)
-            held, arrived = list(_HELD.items()), list(dict.fromkeys(_ARRIVED))
-            _HELD.clear()
-            _ARRIVED.clear()
-            for signum, handler in held:
-                _SET_SIGNAL(signum, handler)
-            for signum in arrived:
-                _RAISE_SIGNAL(signum)
+            _watchers_back()
 
 
 def _wire(tensor) -> list:
     """A payload as the report carries it: [dtype, shape, device, its bytes (None on meta, which has none)], made
     with PyTorch's C methods alone (no `__torch_function__` of the student's runs). A sparse tensor goes dense: no
     check reads a layout."""
-    with _NO_TORCH_FUNCTION():
+    with _NO_DISPATCH(), _NO_TORCH_FUNCTION():
         if _TENSOR_LAYOUT(tensor) is not torch.strided:
             tensor = _TENSOR_TO_DENSE(tensor)
         device, dtype, shape = _TENSOR_DEVICE(tensor), _TENSOR_DTYPE(tensor), list(_TENSOR_SIZE(tensor))
         if device.type == "meta":
             return [str(dtype).removeprefix("torch."), shape, "meta", None]
-        flat = _TENSOR_RESHAPE(_TENSOR_CONTIGUOUS(_TENSOR_RESOLVED[1](_TENSOR_RESOLVED[0](_TENSOR_CPU(tensor)))), (-1,))
+        resolved = _TENSOR_RESOLVED[1](_TENSOR_RESOLVED[0](_TENSOR_CPU(tensor)))
+        # a copy in row-major order: contiguous() keeps a one-element dimension's stride, which view() refuses
+        flat = _TENSOR_RESHAPE(_TENSOR_CLONE(resolved, memory_format=torch.contiguous_format), (-1,))
         data = _NDARRAY_TOBYTES(_TENSOR_NUMPY(_TENSOR_VIEW(flat, torch.uint8)))
     return [str(dtype).removeprefix("torch."), shape, str(device), data]
 
@@ -310,6 +320,19 @@ def _no_watchers():
                 _SET_SIGNAL(signum, _arrived)
 
 
+def _watchers_back():
+    """Once the report is sent (or could not be made): the student's next call runs as in the kernel, its collector on
+    and its signal handlers in place, and the signals that came meanwhile raised again (`_no_watchers`)."""
+    _GC_ENABLE()
+    held, arrived = list(_HELD.items()), list(dict.fromkeys(_ARRIVED))
+    _HELD.clear()
+    _ARRIVED.clear()
+    for signum, handler in held:
+        _SET_SIGNAL(signum, handler)
+    for signum in arrived:
+        _RAISE_SIGNAL(signum)
+
+
 def _arrived(signum, frame):
     """The handler of every signal while a report is made: the student's own runs once the report is sent."""
     _ARRIVED.append(signum)
@@ -330,14 +353,14 @@ class Judge(_Side):
             return run(what, function, args, kwargs, then)
         if self.judge_only:
             raise JudgeOnlyCall(what)
-        with _disable_current_modes():  # what rebuilding does is not the student's: no counter sees it
+        with _NO_DISPATCH(), _NO_TORCH_FUNCTION():  # what rebuilding does is not the student's: no counter sees it
             report = self._receive(what)
         if report.get("what") != what:
             raise diagnostic("verdict_call_unreadable", what=what)
         if "failed" in report:
             raise _reported(what, report["failed"])
         try:
-            with _disable_current_modes():
+            with _NO_DISPATCH(), _NO_TORCH_FUNCTION():
                 if not isinstance(report["payloads"], list):
                     raise TypeError("not the payloads")
                 payloads = Payloads(report["payloads"])
@@ -722,17 +745,17 @@ def encode(value, known, payloads, sent=None, depth=0):
         memo = getattr(payloads, "memo", {})
         if id(value) in memo:  # the same tensor twice in one report (a buffer and a property): one node
             return memo[id(value)][1]
-        payloads.append(value.detach().clone())
+        payloads.append(_TENSOR_CLONE(_TENSOR_DETACH(value)))  # PyTorch's C methods: Tensor's a cell can replace
         sources = [i for i, arg in enumerate(known.objects)
                    if isinstance(arg, torch.Tensor) and arg.requires_grad and _reaches(value.grad_fn, arg)]
         node = {"kind": "tensor", "payload": len(payloads) - 1, "same": known.index(value),
                 "parameter": type(value) is torch.nn.Parameter, "requires_grad": value.requires_grad,
-                "leaf": value.is_leaf, "sources": sources, "grad_fn": type(value.grad_fn).__name__}
+                "leaf": value.is_leaf, "sources": sources, "grad_fn": _STR(type(value.grad_fn).__name__)}
         memo[id(value)] = (value, node)  # the tensor kept alive, so that its id is not another's
         return node
     if type(value) is numpy.ndarray:
         try:
-            payloads.append(torch.from_numpy(value.copy(order="C")))
+            payloads.append(_FROM_NUMPY(value.copy(order="C")))
             return {"kind": "ndarray", "payload": len(payloads) - 1, "dtype": value.dtype.str}
         except (TypeError, ValueError, RuntimeError):  # object arrays, a byte order torch does not hold
             pass
@@ -753,13 +776,14 @@ def encode(value, known, payloads, sent=None, depth=0):
         if kind is None and known_type is None and sent is not None:
             sent[id(value)] = value
         shape = "mapping" if isinstance(value, Mapping) else "sequence"
-        fields = list(type(value)._fields) if isinstance(value, tuple) and hasattr(type(value), "_fields") else None
+        fields = ([_STR(field) if isinstance(field, str) else "?" for field in type(value)._fields]
+                  if isinstance(value, tuple) and hasattr(type(value), "_fields") else None)
         return {"kind": "container", "type": kind, "known_type": known_type, "same": known.index(value),
-                "shape": shape, "items": parts, "name": type(value).__qualname__,
+                "shape": shape, "items": parts, "name": _STR(type(value).__qualname__),
                 "subclass": kind is not None and type(value) is not _CONTAINERS[kind], "fields": fields}
     if sent is not None:
         sent[id(value)] = value
-    return {"kind": "other", "name": type(value).__qualname__}
+    return {"kind": "other", "name": _STR(type(value).__qualname__)}
 
 
 def _rebuildable(node) -> bool:
@@ -1003,7 +1027,9 @@ def _container(node, known, payloads):
 def _module_class(module) -> list:
     """How the judge makes this module: PyTorch's class of that name, or a stand-in for any other."""
     name = type(module).__name__
-    return ["torch", name] if getattr(nn, name, None) is type(module) else ["stand-in", type(module).__qualname__]
+    if getattr(nn, name, None) is type(module):
+        return ["torch", _STR(name)]
+    return ["stand-in", _STR(type(module).__qualname__)]
 
 
 def _module(node, known, payloads):

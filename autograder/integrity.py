@@ -103,8 +103,18 @@ def tampered() -> list[str]:
     """Names whose object differs from the remembered one (sticky: once seen, always reported)."""
     remember()  # outside a grading kernel: the first check records what is there
     now = watched()
-    _tampered.update(name for name, original in _remembered.items() if now.get(name) is not original)
+    _tampered.update(name for name, original in _remembered.items()
+                     if now.get(name) is not original and now.get(name) is not _simulated(name))
     return sorted(_tampered)
+
+
+def _simulated(name) -> object:
+    """What a simulated machine puts at `name` for its time (autograder/simulate.py: `Tensor.to` on a simulated
+    accelerator), which is not tampering; None where nothing is simulated."""
+    import sys
+
+    simulate = sys.modules.get("autograder.simulate")
+    return simulate.replacement(name) if simulate is not None else None
 
 
 def verify(what="grading"):

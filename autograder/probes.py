@@ -10,7 +10,7 @@ import torch
 import torch.serialization
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .simulate import simulated_accelerator
+from .simulate import simulated_accelerator, standing_for, target_of_to
 
 _dtype_of = torch._C.TensorBase.dtype.__get__  # not through a Python attribute a submission could patch
 _device_of = torch._C.TensorBase.device.__get__
@@ -244,6 +244,7 @@ def meta_standing_for(device):
 
     with ExitStack() as stack:
         stack.enter_context(simulated_accelerator(device.type))
+        stack.enter_context(standing_for(device))  # a tensor made or moved there is one more stand-in
         stack.enter_context(mock.patch.object(torch.Tensor, "device", property(reported)))
         for kind in ("cuda", "mps", "meta"):
             stack.enter_context(mock.patch.object(torch.Tensor, f"is_{kind}",
@@ -261,36 +262,32 @@ def meta_standing_for(device):
 
 
 def _copied_to_the_cpu(device):
-    """What a meta tensor standing in for a GPU's gives when copied to the CPU (`.cpu()`, `.to("cpu")`,
-    `.numpy(force=True)`, `.item()`, `.tolist()`, `float()`, `int()`, `bool()`, a format): zeros of its shape and
-    dtype, as the GPU's tensor gives its values (the meta device has none); NumPy refuses it as it refuses the device
-    it stands for. A tensor moved to the device stood for (`.to(model_device)`, `.cuda()`) is one more stand-in.
-    Methods of torch.Tensor, patched for the stand-in's time only: a mode would route the checks' C reads through
-    them."""
+    """What a meta tensor standing in for a GPU's gives when copied to the CPU (`.cpu()`, `.to("cpu")`, a host
+    tensor's `.copy_()`, `.numpy(force=True)`, `.item()`, `.tolist()`, `float()`, `int()`, `bool()`, a format): zeros
+    of its shape and dtype, as the GPU's tensor gives its values (the meta device has none); NumPy refuses it as it
+    refuses the device it stands for. (A tensor moved to the device stood for is one more stand-in: the simulation's,
+    simulate._to.) Methods of torch.Tensor, patched for the stand-in's time only: a mode would route the checks' C
+    reads through them."""
     real = {name: getattr(torch.Tensor, name)
-            for name in ("cpu", "cuda", "to", "numpy", "item", "tolist", "__float__", "__int__", "__index__",
+            for name in ("cpu", "to", "copy_", "numpy", "item", "tolist", "__float__", "__int__", "__index__",
                          "__bool__", "__format__")}
 
     def on_meta(tensor) -> bool:
         return _device_of(tensor).type == "meta"
 
-    def stood_for(target) -> bool:  # the very GPU stood for, its first one where no index is named
-        return target is not None and (target.type, target.index or 0) == (device.type, device.index or 0)
-
     def cpu(tensor, *args, **kwargs):
         return _zeros_as(tensor, _dtype_of(tensor)) if on_meta(tensor) else real["cpu"](tensor, *args, **kwargs)
 
     def to(tensor, *args, **kwargs):
-        target, dtype = _target_of_to(args, kwargs)
+        target, dtype = target_of_to(args, kwargs)
         if on_meta(tensor) and target is not None and target.type == "cpu":
             return _zeros_as(tensor, dtype or _dtype_of(tensor))
-        if stood_for(target):  # on the stand-in
-            return real["to"](tensor, device="meta", dtype=dtype or _dtype_of(tensor), copy=kwargs.get("copy", False))
         return real["to"](tensor, *args, **kwargs)
 
-    def cuda(tensor, target=None, *args, **kwargs):
-        target = torch.device("cuda", target) if isinstance(target, int) else torch.device(target or "cuda")
-        return to(tensor, target) if stood_for(target) else real["cuda"](tensor, target, *args, **kwargs)
+    def copy_(tensor, source, non_blocking=False):
+        if on_meta(source) and not on_meta(tensor):  # into a host buffer (`host.copy_(t)`)
+            source = _zeros_as(source, _dtype_of(source)).detach()
+        return real["copy_"](tensor, source, non_blocking)
 
     def numpy(tensor, *, force=False):
         if not on_meta(tensor):
@@ -305,23 +302,9 @@ def _copied_to_the_cpu(device):
             return real[name](_zeros_as(tensor, _dtype_of(tensor)).detach() if on_meta(tensor) else tensor, *args)
         return value
 
-    return {"cpu": cpu, "cuda": cuda, "to": to, "numpy": numpy,
+    return {"cpu": cpu, "to": to, "copy_": copy_, "numpy": numpy,
             **{name: read(name) for name in ("item", "tolist", "__float__", "__int__", "__index__", "__bool__",
                                              "__format__")}}
-
-
-def _target_of_to(args, kwargs) -> tuple:
-    """The device (a torch.device, or None) and the dtype `Tensor.to(*args, **kwargs)` asks for, as PyTorch parses
-    them; its parser refuses the `copy` flag, which changes neither."""
-    kwargs = {key: value for key, value in kwargs.items() if key != "copy"}
-    while True:
-        try:
-            target, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
-            return (None if target is None else torch.device(target)), dtype
-        except RuntimeError:
-            if not (args and isinstance(args[-1], bool)):  # a positional copy (or non_blocking) flag
-                raise
-            args = args[:-1]
 
 
 def _zeros_as(tensor, dtype):

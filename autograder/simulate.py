@@ -6,13 +6,14 @@ accelerator (`torch.accelerator.current_accelerator()`) while CUDA is not availa
 is simulated: no tensor is ever created on the pretended device; one made there is made on the meta device
 (`_made_on_meta`), with its shape and dtype and no values.
 """
+import functools
 import importlib
 import os
 import pkgutil
 import platform
 import sys
 import types
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from types import SimpleNamespace
 from unittest import mock
@@ -92,8 +93,9 @@ def _eager(kind, built, model=None, **options):
 
 
 class _SimulatedStream:
-    """What `torch.cuda.current_stream()` gives on the simulated GPU: a stream with nothing queued."""
-    device = torch.device("cuda", 0)
+    """What `torch.cuda.current_stream()` or `torch.cuda.Stream()` gives on the simulated GPU: a stream with nothing
+    queued (lessons 07 and 08: side streams, `torch.cuda.stream(s)`, `wait_stream`)."""
+    device, device_index, device_type, stream_id, cuda_stream, priority = torch.device("cuda", 0), 0, 1, 0, 0, 0
 
     def synchronize(self):
         return None
@@ -103,6 +105,35 @@ class _SimulatedStream:
 
     def wait_stream(self, stream):
         return None
+
+    def wait_event(self, event):
+        return None
+
+    def record_event(self, event=None):
+        return event if event is not None else _SimulatedEvent()
+
+
+class _SimulatedEvent:
+    """What `torch.cuda.Event(enable_timing=True)` gives on the simulated GPU (lesson 10 times a step with two): one
+    that has happened as soon as it is recorded, no time after another."""
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        self.enable_timing = enable_timing
+
+    def record(self, stream=None):
+        return None
+
+    def wait(self, stream=None):
+        return None
+
+    def query(self):
+        return True
+
+    def synchronize(self):
+        return None
+
+    def elapsed_time(self, end_event):
+        return 0.0
 
 
 # What each function answers on a simulated machine (its accelerator `kind`, its build `built`).
@@ -138,6 +169,11 @@ _ANSWERS = {
     "torch.cuda.get_sync_debug_mode": lambda kind, built: _on_cuda(kind, built, 0),
     "torch.cuda.set_per_process_memory_fraction": lambda kind, built, fraction, device=None: _on_cuda(kind, built, None),
     "torch.cuda.current_stream": lambda kind, built, device=None: _on_cuda(kind, built, _SimulatedStream()),
+    "torch.cuda.default_stream": lambda kind, built, device=None: _on_cuda(kind, built, _SimulatedStream()),
+    "torch.cuda.Stream": lambda kind, built, device=None, priority=0, **options: _on_cuda(kind, built, _SimulatedStream()),
+    "torch.cuda.stream": lambda kind, built, stream=None: _on_cuda(kind, built, nullcontext(stream)),
+    "torch.cuda.Event": lambda kind, built, enable_timing=False, blocking=False, interprocess=False:
+        _on_cuda(kind, built, _SimulatedEvent(enable_timing, blocking, interprocess)),
     "torch.cuda.get_rng_state": lambda kind, built, device="cuda":
         _on_cuda(kind, built, torch.zeros(16, dtype=torch.uint8)),
     "torch.backends.cudnn.is_available": lambda kind, built: built == "cuda",  # the build's, GPU or not
@@ -222,6 +258,16 @@ _FACTORIES = [*(f"torch.{name}" for name in (
     "tensor", "as_tensor", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
     "randint_like", "empty_strided", "scalar_tensor")),
     *(f"torch.Tensor.{name}" for name in ("new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"))]
+_STOOD_FOR = []  # the device the meta device stands for now (autograder/probes.py: meta_standing_for), innermost last
+
+
+def _on_the_accelerator(device) -> bool:
+    """Whether `device` is the simulated accelerator's: its one device (index 0, or none named), or the very device
+    the meta device stands for (`cuda:1`)."""
+    if not (_SIMULATED and _SIMULATED[-1][0]) or not isinstance(device, (str, torch.device)):
+        return False
+    device, home = torch.device(device), _STOOD_FOR[-1] if _STOOD_FOR else torch.device(_SIMULATED[-1][0], 0)
+    return (device.type, device.index or 0) == (home.type, home.index or 0)
 
 
 def _made_on_meta(real):
@@ -229,33 +275,63 @@ def _made_on_meta(real):
     on the meta device: its shape and dtype, and no values, on every grader, a GPU's too (the same grade on each).
     Code that checks that the device works by making a tensor there (a driver too old, a GPU taken) works on the
     simulated one (attacks-machines.toml: pick-device-checks-that-a-tensor-can-be-made-there); on the meta device
-    standing in for a GPU (autograder/probes.py) the tensor is one more stand-in. A function patched for the
-    simulation's time, as the answers are: a mode would route the checks' reads of a tensor's device through it."""
+    standing in for a GPU (autograder/probes.py) the tensor is one more stand-in. Page-locked memory needs the
+    accelerator's driver: a pinned tensor is a plain one. A function patched for the simulation's time, as the
+    answers are: a mode would route the checks' reads of a tensor's device through it."""
 
+    @functools.wraps(real)
     def factory(*args, **kwargs):
-        device, kind = kwargs.get("device"), _SIMULATED[-1][0] if _SIMULATED else None
-        if kind is not None and isinstance(device, (str, torch.device)) and torch.device(device).type == kind:
+        if _on_the_accelerator(kwargs.get("device")):
             kwargs = {**kwargs, "device": "meta"}
-        if kind is not None and kwargs.get("pin_memory"):  # page-locked memory needs the accelerator's driver
+        if kwargs.get("pin_memory"):
             kwargs = {**kwargs, "pin_memory": False}
         return real(*args, **kwargs)
 
-    factory.__name__ = getattr(real, "__name__", "factory")
     return factory
 
 
-_REPLACEMENTS.update({target: _made_on_meta(pkgutil.resolve_name(target)) for target in _FACTORIES})
+def target_of_to(args, kwargs) -> tuple:
+    """The device (a torch.device, or None) and the dtype `Tensor.to(*args, **kwargs)` asks for, as PyTorch parses
+    them; its parser refuses the `copy` flag, which changes neither."""
+    kwargs = {key: value for key, value in kwargs.items() if key != "copy"}
+    while True:
+        try:
+            target, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
+            return (None if target is None else torch.device(target)), dtype
+        except RuntimeError:
+            if not (args and isinstance(args[-1], bool)):  # a positional copy (or non_blocking) flag
+                raise
+            args = args[:-1]
+
+
+def _to(tensor, *args, **kwargs):
+    """`Tensor.to`: a move to the simulated accelerator (`torch.zeros(1).to("cuda")`, to check it works) is a move to
+    the meta device, as a factory's tensor made there is (`_made_on_meta`)."""
+    target, dtype = target_of_to(args, kwargs)
+    if _on_the_accelerator(target):
+        return _REAL_TO(tensor, device="meta", dtype=dtype or torch._C.TensorBase.dtype.__get__(tensor),
+                        copy=kwargs.get("copy", False))
+    return _REAL_TO(tensor, *args, **kwargs)
+
+
+def _cuda(tensor, device=None, non_blocking=False, memory_format=torch.preserve_format):
+    """`Tensor.cuda()`, as `_to` moves it."""
+    device = torch.device("cuda", device) if isinstance(device, int) else torch.device(device or "cuda")
+    if _on_the_accelerator(device):
+        return _to(tensor, device)
+    return torch._C.TensorBase.cuda(tensor, device, non_blocking, memory_format=memory_format)
 
 
 def _pin_memory(tensor, *args, **kwargs):
-    """`Tensor.pin_memory()` (lesson 07's `.pin_memory().to(device, non_blocking=True)`): where an accelerator is
-    simulated, a copy, as the page-locked one would be, its values the same; elsewhere PyTorch's own."""
-    if _SIMULATED and _SIMULATED[-1][0] is not None:
-        return torch._C.TensorBase.clone(tensor)
-    return torch._C.TensorBase.pin_memory(tensor, *args, **kwargs)
+    """`Tensor.pin_memory()` (lesson 07's `.pin_memory().to(device, non_blocking=True)`): a copy, as the page-locked
+    one would be, its values the same."""
+    return torch._C.TensorBase.clone(tensor)
 
 
-_REPLACEMENTS["torch.Tensor.pin_memory"] = _pin_memory
+_REAL_TO = torch.Tensor.to
+# what an accelerator's simulation patches besides its answers (no simulation of a machine without one does)
+_ON_AN_ACCELERATOR = {**{target: _made_on_meta(pkgutil.resolve_name(target)) for target in _FACTORIES},
+                      "torch.Tensor.to": _to, "torch.Tensor.cuda": _cuda, "torch.Tensor.pin_memory": _pin_memory}
 # the real one (functools.lru_cache: what it answered before is not the machine's)
 _MPS_IS_AVAILABLE = torch.backends.mps.is_available
 
@@ -277,14 +353,21 @@ torch.version.__class__ = _AskedVersion
 class _AskedSystem(types.ModuleType):
     """`sys` while a machine is simulated, whose `platform` the simulation sets ("darwin" where PyTorch is built for
     an Apple GPU, "linux" elsewhere, as `platform.system()` answers): reading it asks about the machine, so that a
-    cell that read it (`ON_MACOS = sys.platform == "darwin"`) runs again on every machine; Python's import system,
-    which reads it as it lists a folder, does not ask (a cell's first import would run again). A plain str all
+    cell that read it (`ON_MACOS = sys.platform == "darwin"`) runs again on every machine; the libraries' own reads
+    do not ask (`_LIBRARIES`: a cell's first import, a `%%time` cell, a plot would run again). A plain str all
     along: a student's checkpoint may keep it. Only for the simulation's time: every `sys.` read costs more."""
 
     def __getattribute__(self, name):
-        if name == "platform" and _SIMULATED and not sys._getframe(1).f_code.co_filename.startswith("<frozen"):
+        if name == "platform" and _SIMULATED and not sys._getframe(1).f_code.co_filename.startswith(_LIBRARIES):
             _QUESTIONS[0] += 1
         return super().__getattribute__(name)
+
+
+# where the code that reads sys.platform for itself lives, not the student's: Python's frozen import system, the
+# standard library, the installed packages (IPython's %time and !cmd, matplotlib, PyTorch's first save and step)
+_LIBRARIES = ("<frozen", *sorted({os.path.join(prefix, "") for prefix in
+                                  (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}),
+              os.path.join(os.path.dirname(os.path.abspath(__file__)), ""))
 
 
 @contextmanager
@@ -296,7 +379,7 @@ def simulated_accelerator(kind, built=None):
         raise ValueError(f"kind and built must be one of {ACCELERATORS}, and equal when kind is set, "
                          f"not {kind!r} and {built!r}")
     with ExitStack() as stack:
-        for target, replacement in _REPLACEMENTS.items():
+        for target, replacement in [*_REPLACEMENTS.items(), *(_ON_AN_ACCELERATOR.items() if kind else ())]:
             stack.enter_context(mock.patch(target, replacement, create=True))
         stack.enter_context(mock.patch("torch._C._has_cuda", built == "cuda", create=True))
         stack.enter_context(mock.patch("torch._C._has_mps", built == "mps", create=True))
@@ -309,6 +392,23 @@ def simulated_accelerator(kind, built=None):
         _MPS_IS_AVAILABLE.cache_clear()
         stack.callback(_MPS_IS_AVAILABLE.cache_clear)
         yield
+
+
+def replacement(target):
+    """What a simulation of a machine with an accelerator puts at `target` for its time ("torch.Tensor.to"), or None:
+    autograder.integrity does not take it for tampering."""
+    return _ON_AN_ACCELERATOR.get(target) if _SIMULATED and _SIMULATED[-1][0] else None
+
+
+@contextmanager
+def standing_for(device):
+    """Inside, the meta device stands for `device` (autograder/probes.py: meta_standing_for): a tensor made or moved
+    there is made on meta, one more stand-in, and one made or moved to another device of its kind is not."""
+    _STOOD_FOR.append(torch.device(device))
+    try:
+        yield
+    finally:
+        _STOOD_FOR.pop()
 
 
 def simulated_now(inside=0) -> tuple | None:

@@ -200,12 +200,23 @@ def _execute(code, namespace, filename) -> str | None:
     return None
 
 
+def _no_audit_hooks(event, args):
+    """The program's audit hook, before any student cell: Python adds no other (a hook of the student's, which no
+    one can remove, ran inside whatever its callers did after the student's function returned, and rewrote the
+    checkpoint a report was reading: attacks-machines.toml,
+    an-audit-hook-rewrites-the-checkpoint-as-the-report-reads-it). Python leaves the student's hook out without an
+    error; no lesson uses one."""
+    if event == "sys.addaudithook":
+        raise RuntimeError("no audit hook while grading / 评分时不添加审计钩子")
+
+
 def _program(cells, writers, clocks, go, timeout, root):
     """The notebook as the student's kernel ran it, in this forked process, in a folder of its own in `root`;
     at each test cell, a caller forked from its state then (see the module docstring). Never returns."""
     try:
         os.setpgid(0, 0)  # the parent ends the program and its callers as one group
         _only_descriptors([*writers, *clocks, go])
+        sys.addaudithook(_no_audit_hooks)
         program.own_folder(root)
         from . import integrity
         from .boundary import read_exactly

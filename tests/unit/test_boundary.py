@@ -756,8 +756,10 @@ def forged(report: dict) -> bytes:
 @pytest.mark.parametrize("tensor", [
     torch.arange(6.0).reshape(2, 3).T, torch.tensor(2.5, dtype=torch.bfloat16), torch.tensor([True, False]),
     torch.empty(0, 3, dtype=torch.float16), torch.tensor([1 + 2j]).conj(), -torch.arange(3), torch.zeros(2, 5, device="meta"),
-    torch.eye(3).to_sparse(), torch.randn(2, 2, dtype=torch.float64).requires_grad_(),
-], ids=["transposed", "bfloat16-0-dim", "bool", "empty-float16", "conjugate", "int64", "meta", "sparse", "float64"])
+    torch.eye(3).to_sparse(), torch.randn(2, 2, dtype=torch.float64).requires_grad_(), torch.randn(1, 5)[:, 0],
+    torch.randn(8, 3)[::4][:1],
+], ids=["transposed", "bfloat16-0-dim", "bool", "empty-float16", "conjugate", "int64", "meta", "sparse", "float64",
+        "one-element-column", "one-row-of-a-strided-view"])
 def test_a_tensor_crosses_as_its_bytes_and_comes_back_equal(tensor):
     """What the caller sends is made by PyTorch's C methods alone, and what the judge rebuilds is the same tensor:
     device, dtype, shape and values (strides and layout are no check's)."""
@@ -919,7 +921,7 @@ def test_a_signal_handler_of_the_students_never_runs_while_the_report_is_made(pi
     import signal
 
     reader, writer = pipe
-    making = {"encode", "held_state", "_wire", "_file_state", "_dumps"}  # not _send's restoring the mask at its end
+    making = {"encode", "held_state", "_wire", "_file_state"}  # not _send's putting the handlers back at its end
     seen = []
 
     def handler(signum, frame):

@@ -4,6 +4,8 @@ against its own clock, what makes a notebook undecidable, and what nbgrader
 makes of the outputs a test cell is given. The forgeries graded by both graders are tests/grading/test_verdict.py."""
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -354,3 +356,13 @@ def test_the_instructors_own_callables_and_python_dunders_are_never_stubbed():
 
     program = {"check": check, "helper": helper, "__getattr__": helper, "__builtins__": {}}
     assert verdict.student_names(program, {"check": check}) == ["helper"]
+
+
+def test_after_the_programs_audit_hook_no_other_is_added():
+    """attacks-machines.toml: an-audit-hook-rewrites-the-checkpoint-as-the-report-reads-it. In a process of its own:
+    an audit hook cannot be removed."""
+    code = ("import sys\nfrom autograder import verdict\nsys.addaudithook(verdict._no_audit_hooks)\nseen = []\n"
+            "sys.addaudithook(lambda event, args: seen.append(event))\nopen(__import__('os').devnull).close()\n"
+            "print(len(seen))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "0", done.stderr
