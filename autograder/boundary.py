@@ -104,6 +104,10 @@ _TENSOR_CLONE, _TENSOR_DETACH, _TENSOR_RESHAPE, _TENSOR_VIEW, _TENSOR_NUMPY = (_
 _FROM_NUMPY = torch.from_numpy
 # a name as Python's own str: a class's name may be a str of the student's class, whose pickling runs its code
 _STR = str.__str__
+
+
+def _plain(text) -> str:
+    return _STR(text) if isinstance(text, str) else "?"
 _NDARRAY_TOBYTES = numpy.ndarray.tobytes
 # PyTorch's own switches, of C, for what the boundary runs on tensors while a report is made or read: no mode and no
 # `__torch_function__` of the student's sees it (a counter's, or one that runs code), and no Python of PyTorch's runs
@@ -209,9 +213,10 @@ class Recorder(_Side):
 
                     fields = getattr(failure, "course_fields", None) or {}
                     cause = failure.__cause__
-                    report["failed"] = {"key": str(getattr(failure, "course_key", "verdict_failed")),
-                                        "fields": {str(k): typed_field(v) for k, v in fields.items()},
-                                        "kinds": [_STR(t.__name__) for t in type(cause).__mro__] if cause else [],
+                    kinds = [_STR(t.__name__) for t in type(cause).__mro__] if cause is not None else []
+                    report["failed"] = {"key": _plain(getattr(failure, "course_key", "verdict_failed")),
+                                        "fields": {_plain(k): typed_field(v) for k, v in fields.items()},
+                                        "kinds": kinds,
                                         "cause": str(cause)[:CAUSE_LIMIT] if cause is not None else "",
                                         "lines": _traceback_lines(cause)}
                     self._send(report)
