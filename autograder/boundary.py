@@ -97,11 +97,12 @@ _TENSOR = torch._C.TensorBase  # PyTorch's C type: its methods cannot be replace
 _TENSOR_DEVICE, _TENSOR_DTYPE, _TENSOR_LAYOUT = (_TENSOR.device.__get__, _TENSOR.dtype.__get__,
                                                   _TENSOR.layout.__get__)
 _TENSOR_SIZE, _TENSOR_CPU, _TENSOR_TO_DENSE = _TENSOR.size, _TENSOR.cpu, _TENSOR.to_dense
-_TENSOR_RESOLVED = (_TENSOR.resolve_conj, _TENSOR.resolve_neg)
+_TENSOR_RESOLVE_CONJ, _TENSOR_RESOLVE_NEG = _TENSOR.resolve_conj, _TENSOR.resolve_neg
 _TENSOR_CLONE, _TENSOR_DETACH, _TENSOR_RESHAPE, _TENSOR_VIEW, _TENSOR_NUMPY = (_TENSOR.clone, _TENSOR.detach,
                                                                               _TENSOR.reshape, _TENSOR.view,
                                                                               _TENSOR.numpy)
-_FROM_NUMPY = torch.from_numpy
+_FROM_NUMPY, _FROM_BUFFER, _EMPTY = torch.from_numpy, torch.frombuffer, torch.empty
+_OPEN, _IS_FILE = open, os.path.isfile  # what reads a file the call wrote (_file_state)
 # a name as Python's own str: a class's name may be a str of the student's class, whose pickling runs its code
 _STR = str.__str__
 
@@ -272,7 +273,7 @@ def _wire(tensor) -> list:
         device, dtype, shape = _TENSOR_DEVICE(tensor), _TENSOR_DTYPE(tensor), list(_TENSOR_SIZE(tensor))
         if device.type == "meta":
             return [str(dtype).removeprefix("torch."), shape, "meta", None]
-        resolved = _TENSOR_RESOLVED[1](_TENSOR_RESOLVED[0](_TENSOR_CPU(tensor)))
+        resolved = _TENSOR_RESOLVE_NEG(_TENSOR_RESOLVE_CONJ(_TENSOR_CPU(tensor)))
         # a copy in row-major order: contiguous() keeps a one-element dimension's stride, which view() refuses
         flat = _TENSOR_RESHAPE(_TENSOR_CLONE(resolved, memory_format=torch.contiguous_format), (-1,))
         data = _NDARRAY_TOBYTES(_TENSOR_NUMPY(_TENSOR_VIEW(flat, torch.uint8)))
@@ -614,13 +615,13 @@ def _paths(args, kwargs) -> list[str]:
 
 def _file_state(path, payloads) -> dict:
     """In the caller, after the call: whether a file is at `path`, and its bytes."""
-    if not os.path.isfile(path):
+    if not _IS_FILE(path):
         return {"exists": False}
-    with open(path, "rb") as file:
+    with _OPEN(path, "rb") as file:
         data = file.read(FILE_LIMIT + 1)
     if len(data) > FILE_LIMIT:
         return {"exists": True, "payload": None}
-    payloads.append(torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8))
+    payloads.append(_FROM_BUFFER(bytearray(data), dtype=torch.uint8) if data else _EMPTY(0, dtype=torch.uint8))
     return {"exists": True, "payload": len(payloads) - 1}
 
 
