@@ -927,9 +927,10 @@ def test_a_signal_handler_of_the_students_never_runs_while_the_report_is_made(pi
     def handler(signum, frame):
         if frame.f_code is handler.__code__:  # the timer came again while it ran
             return
-        names = []
+        names = []  # the boundary's own functions it ran inside (os.environ has an `encode` too)
         while frame is not None:
-            names.append(frame.f_code.co_name)
+            if frame.f_code.co_filename == boundary.__file__:
+                names.append(frame.f_code.co_name)
             frame = frame.f_back
         seen.append(names)
 
