@@ -153,3 +153,165 @@ def test_a_test_on_the_students_own_machine_runs_no_cell_again():
     with simulated_accelerator("cuda"):
         assert scope["pick"] is max
     assert scope["pick"] is len and made == [True]
+
+
+@pytest.fixture
+def program_folder(tmp_path, monkeypatch):
+    """A program's own folder, `program-x` in `tmp_path` (its real path, as own_folder makes it), and the caller
+    working there."""
+    own = (tmp_path / "program-x").resolve()
+    own.mkdir()
+    monkeypatch.setattr(program, "_PROGRAM_FOLDER", [str(own)])
+    monkeypatch.chdir(own)
+    return own
+
+
+@pytest.fixture
+def fresh_shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    InteractiveShell.clear_instance()
+    yield
+    InteractiveShell.clear_instance()
+
+
+def test_cells_run_again_start_from_the_plain_values_they_started_from(program_folder, fresh_shell):
+    """A cell run again starts from the plain data it started from when the program ran it (`calls = 0`), not
+    from what later cells made of it; a later cell that changed it in place is not undone by the next's start."""
+    cells = [{"source": "calls = calls + 1", "plain": {"calls": 0}, "made": set()},
+             {"source": "config['device'] = 'cuda'", "plain": {"config": {"device": "cpu"}, "calls": 1}, "made": set()},
+             {"source": "seen = (calls, config['device'])", "plain": {"config": {"device": "cpu"}}, "made": set()}]
+    namespace, *_ = program.ran_again(cells, {"calls": 7, "config": {"device": "mps"}})
+    assert namespace["calls"] == 1 and namespace["seen"] == (1, "cuda")
+
+
+def test_cells_run_again_leave_the_callers_folder_environment_and_randomness_as_they_were(
+        program_folder, fresh_shell, monkeypatch):
+    """What the cells run again did to the process (its folder, environment, start method, random numbers,
+    PyTorch's settings and default device) is that machine's: it comes back with their names, and the caller's
+    own is as it was."""
+    import multiprocessing
+
+    import torch
+
+    (program_folder / "runs").mkdir()
+    monkeypatch.delenv("WHERE_CELLS_RAN", raising=False)
+    source = ("import os, multiprocessing, torch\nos.environ['WHERE_CELLS_RAN'] = 'again'\nos.chdir('runs')\n"
+              "multiprocessing.set_start_method('spawn')\ntorch.manual_seed(0)\ndrawn = torch.rand(1)\n"
+              "torch.set_default_dtype(torch.float64)\ntorch.set_default_device('meta')")
+    start_method, generator = multiprocessing.get_start_method(allow_none=True), torch.get_rng_state()
+    namespace, left, imported, environment = program.ran_again([{"source": source, "made": set()}], {})
+    assert "drawn" in namespace and imported == {}
+    assert os.path.basename(left) == "runs" and os.path.dirname(os.path.dirname(left)) == str(program_folder.parent)
+    assert environment["WHERE_CELLS_RAN"] == "again" and "WHERE_CELLS_RAN" not in os.environ
+    assert os.getcwd() == str(program_folder)
+    assert multiprocessing.get_start_method(allow_none=True) == start_method
+    assert torch.equal(torch.get_rng_state(), generator)
+    assert torch.get_default_dtype() is torch.float32 and torch.get_default_device().type == "cpu"
+
+
+def test_the_students_own_module_is_imported_anew_where_cells_run_again(program_folder, fresh_shell, monkeypatch):
+    """A `%%writefile` module of the student's is imported anew from the folder where the cells run again, and the
+    caller keeps the program's."""
+    import sys
+
+    monkeypatch.syspath_prepend("")  # the working folder, as a kernel's sys.path has it
+    (program_folder / "helper_of_the_student.py").write_text("VALUE = 1\n")
+    import helper_of_the_student
+
+    monkeypatch.setitem(sys.modules, "helper_of_the_student", helper_of_the_student)
+    cells = [{"source": "%%writefile helper_of_the_student.py\nVALUE = 2\n", "made": set()},
+             {"source": "import helper_of_the_student\nvalue = helper_of_the_student.VALUE", "made": set()}]
+    namespace, left, imported, _ = program.ran_again(cells, {})
+    assert namespace["value"] == 2 and imported["helper_of_the_student"].VALUE == 2
+    assert sys.modules["helper_of_the_student"] is helper_of_the_student
+    assert (program_folder / "helper_of_the_student.py").read_text() == "VALUE = 1\n"  # a copy was written, not it
+    assert program._own_modules() == {"helper_of_the_student": helper_of_the_student}
+
+
+def test_a_cell_runs_as_a_kernel_runs_it_magics_and_top_level_await(fresh_shell):
+    import asyncio
+
+    shell, loop = program.new_shell(), asyncio.new_event_loop()
+    try:
+        program.run_cell(shell, loop, "%%capture shown\nprint('hidden')\nx = 1")
+        program.run_cell(shell, loop, "import asyncio\nawait asyncio.sleep(0)\ny = x + 1")
+    finally:
+        loop.close()
+    assert shell.user_ns["y"] == 2 and shell.user_ns["shown"].stdout == "hidden\n"
+    assert shell.history_manager.enabled is False  # no history file in the sandbox
+
+
+@pytest.mark.parametrize("refused", [False, True], ids=["confined", "landlock-refuses"])
+def test_the_program_makes_its_own_folder_everything_temporary_goes_to(tmp_path, monkeypatch, refused):
+    import tempfile
+
+    from autograder import kernel
+
+    confined = []
+
+    def confine(writable):
+        confined.append(writable)
+        if refused:
+            raise OSError("no Landlock here")
+
+    monkeypatch.setattr(kernel, "confine", confine)
+    monkeypatch.setattr(program, "_PROGRAM_FOLDER", [None])
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    monkeypatch.chdir(tmp_path)
+    for name in ("TMPDIR", "HOME", "IPYTHONDIR", "MPLCONFIGDIR"):
+        monkeypatch.setenv(name, "/elsewhere")
+    program.own_folder(str(tmp_path))
+    folder = program._PROGRAM_FOLDER[0]
+    assert os.path.dirname(folder) == os.path.realpath(tmp_path) and os.path.basename(folder).startswith("program-")
+    assert os.getcwd() == folder and tempfile.gettempdir() == folder
+    assert [os.environ[name] for name in ("TMPDIR", "HOME", "IPYTHONDIR", "MPLCONFIGDIR")] == [folder] * 4
+    assert confined == [[str(tmp_path), *(["/dev/shm"] if os.path.isdir("/dev/shm") else [])]]
+
+
+def test_a_name_the_test_binds_is_the_tests_own_on_every_machine():
+    """A test cell that binds a name of the student's (`model = ...`) holds its own object: no machine's cells
+    redefine it."""
+    from autograder.simulate import simulated_accelerator
+
+    made = []
+    scope = program.OnEachMachine({"model": len}, ["model"],
+                                  lambda: made.append(True) or ({"model": max}, None, None, None))
+    scope["model"] = min
+    with simulated_accelerator("cuda"):
+        assert scope["model"] is min
+    assert made == []
+
+
+@pytest.mark.parametrize("value, plain", [
+    ([1, ("a", 2.0)], True), ({"device": None, 1: b"x"}, True), (frozenset({1}), True),
+    ("[0] * 9_999", True), ("[0] * 10_000", False),  # the list and its items: at most _PLAIN_ITEMS in all
+    ("nested(49)", True), ("nested(50)", False),  # a container at the depth limit is not looked into
+    (len, False), ("__import__('torch').zeros(1)", False), ("[__import__('torch').device('cpu'), {'a': object()}]", False),
+], ids=["list", "dict", "frozenset", "items-at-limit", "items-past-limit", "depth-at-limit", "depth-past-limit",
+        "function", "tensor", "container-of-other"])
+def test_plain_values_are_builtin_data_small_enough_to_copy(value, plain):
+    def nested(depth):  # `depth` lists in lists around a number
+        value = 0
+        for _ in range(depth + 1):
+            value = [value]
+        return value
+
+    value = eval(value, {"nested": nested}) if isinstance(value, str) else value
+    assert program._plain(value) is plain
+    copied = program.plain_values({"name": value, "other": len})
+    assert list(copied) == (["name"] if plain else [])
+    if plain and isinstance(value, list):
+        assert copied["name"] == value and copied["name"] is not value  # a copy, which no cell changes
+
+
+@pytest.mark.parametrize("path, inside", [
+    ("{folder}/program-x/helper.py", True), ("{folder}-other/helper.py", False), (None, False)],
+    ids=["inside", "a-folder-named-alike", "no-file"])
+def test_a_module_is_the_students_own_when_its_file_is_in_the_verdicts_folder(tmp_path, path, inside):
+    import types
+
+    module = types.ModuleType("helper")
+    module.__file__ = None if path is None else path.format(folder=tmp_path)
+    assert program._in_folder(module, str(tmp_path)) is inside
+    assert program._in_folder(module, None) is False
