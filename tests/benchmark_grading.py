@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from course import classroom
 from course.kernels import sandbox  # noqa: E402
 from course.kernels.manager import GradingKernelManager  # noqa: E402
+from support.paths import with_bin_on_path  # noqa: E402: tests/, this script's folder, is on sys.path
 
 ASSIGNMENT = "a1_tensor_to"
 
@@ -92,8 +93,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     sandbox.require()
-    bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = with_bin_on_path()
     print(f"load average before (1, 5, 15 min): {load()} on {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         plain, parallel = Path(tmp) / "plain", Path(tmp) / "parallel"

@@ -7,13 +7,13 @@ tests/grading/test_grading.py); the browser is the one tests/system/test_browser
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import torch
 
 from course import classroom
+from support.paths import BIN
 
 ASSIGNMENT = "a1_tensor_to"
 CHECKSUM_WARNING = re.compile(r"WARNING\] Attribute 'checksum' for cell (\w+) has changed")
@@ -30,7 +30,7 @@ def student_with(answer) -> str:
 def test_nbgrader_validate_prints_the_whole_diagnostic_with_its_fix(tmp_path):
     path = tmp_path / f"{ASSIGNMENT}.ipynb"
     nbformat.write(classroom.solved_notebook(classroom.ROOT, ASSIGNMENT, [FORGOT]), path)
-    done = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), "validate", str(path)],
+    done = subprocess.run([str(BIN / "nbgrader"), "validate", str(path)],
                           cwd=classroom.ROOT, capture_output=True, text=True, timeout=300)
     shown = done.stdout + done.stderr
     lines = [line for line in shown.splitlines() if HINT in line]

@@ -16,6 +16,7 @@ from autograder.messages import Bilingual, text
 from course import classroom, settings
 from course.grading.pool import run_jobs
 from support.messages import fingerprint, shows
+from support.paths import BIN
 
 # the worker pool, the gradebook's locking, rosters, late work and where kernels come from: `course grade` uses the
 # same kernels and verdict as plain nbgrader, whose grades under each build the demo classes check (test_grading.py)
@@ -197,7 +198,7 @@ def test_a_killed_worker_never_hangs_the_class(course_folder):
     slow = classroom.solved_notebook(root, ASSIGNMENT)
     slow.cells.insert(0, nbformat.v4.new_code_cell("import time\ntime.sleep(100)"))
     classroom.submit(root, ASSIGNMENT, "slow", slow)
-    grading = subprocess.Popen([str(Path(sys.executable).parent / "course"), "grade", ASSIGNMENT, "--jobs", "2",
+    grading = subprocess.Popen([str(BIN / "course"), "grade", ASSIGNMENT, "--jobs", "2",
                                 "--root", str(root)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         worker = wait_for_worker_of(root / "autograded" / "slow", grading.pid, timeout=240)

@@ -2,20 +2,20 @@
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from course import classroom
+from support.paths import BIN
 
 ASSIGNMENT = "a1_tensor_to"
 
 
 def validate(*paths: Path) -> str:
     """What `nbgrader validate PATH...` prints, its log and its results in the order they came."""
-    nbgrader = Path(sys.executable).parent / "nbgrader"
+    nbgrader = BIN / "nbgrader"
     done = subprocess.run([str(nbgrader), "validate", *map(str, paths)], cwd=paths[0].parent, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=300 * len(paths),
                           env={**os.environ, "PYTHONUNBUFFERED": "1"})

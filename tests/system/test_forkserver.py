@@ -19,6 +19,7 @@ from jupyter_client.manager import KernelManager
 from traitlets.config import Config
 
 from course.kernels import forkserver, sandbox
+from support.kernels import printed_by
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server is Linux-only")
 
@@ -66,15 +67,7 @@ def start(kernel_specs, tmp_path):
 
 def evaluate(client, expression):
     """The value of a Python expression in the kernel (printed as its repr)."""
-    printed = []
-
-    def keep(message):
-        if message["msg_type"] == "stream":
-            printed.append(message["content"]["text"])
-
-    reply = client.execute_interactive(f"print(repr({expression}))", timeout=60, output_hook=keep)
-    assert reply["content"]["status"] == "ok", reply["content"]
-    return ast.literal_eval("".join(printed))
+    return ast.literal_eval(printed_by(client, f"print(repr({expression}))", timeout=60))
 
 
 def test_kernel_comes_forked_with_torch_already_imported(start):

@@ -28,6 +28,7 @@ from traitlets.config import Config
 from course import classroom
 from course.kernels import sandbox
 from course.kernels.manager import GradingKernelManager
+from support.kernels import printed_by
 from support.messages import fingerprint
 from support.paths import BIN, with_bin_on_path
 from support.system_tools import missing
@@ -65,17 +66,8 @@ class Kernel:
 
     def evaluate(self, code):
         """Run `code`, which must print one line `RESULT <json>`; return the decoded value."""
-        printed = []
-
-        def keep(message):
-            if message["msg_type"] == "stream":
-                printed.append(message["content"]["text"])
-            elif message["msg_type"] == "error":
-                printed.append("\n".join(message["content"]["traceback"]))
-
-        reply = self.run(self.client.execute_interactive(textwrap.dedent(code), timeout=120, output_hook=keep))
-        assert reply["content"]["status"] == "ok", "".join(printed)
-        line = next(line for line in "".join(printed).splitlines() if line.startswith("RESULT "))
+        printed = printed_by(self.client, textwrap.dedent(code), timeout=120, run=self.run)
+        line = next(line for line in printed.splitlines() if line.startswith("RESULT "))
         return json.loads(line.removeprefix("RESULT "))
 
     def shutdown(self):

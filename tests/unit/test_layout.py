@@ -15,6 +15,7 @@ import autograder
 from course import classroom
 from course.authoring import student_bundle
 from support.messages import shows
+from support.paths import BIN
 
 PACKAGE = student_bundle.ROOT / "autograder"
 KERNEL_MODULES = sorted(p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py"))
@@ -94,7 +95,7 @@ def test_nbgrader_with_an_old_configuration_stops_instead_of_grading_without_it(
     stop it, or it would grade with nbgrader's own kernel, outside the sandbox."""
     (tmp_path / "nbgrader_config.py").write_text(
         "c = get_config()\nfrom autograder.sandbox import use_for_nbgrader\n", "utf-8")
-    done = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), "db", "student", "list"],
+    done = subprocess.run([str(BIN / "nbgrader"), "db", "student", "list"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
     assert shows(done.stderr, "moved_to_course") and "course.kernels.manager" in done.stderr, done.stderr

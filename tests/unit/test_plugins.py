@@ -4,9 +4,7 @@ small notebook, with a gradebook in a temporary folder where a plugin reads one.
 """
 import logging
 import traceback
-import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from course.authoring.monolingual import to_traditional
 from course.plugins.autograde import DropMalformedMetadata, ForgetUnknownCells, RestoreInstructorsCells, ViewedAsReleased
 from course.plugins.feedback import HideHiddenTests, RequireHandGrading, WrapDiagnostics
 from support.messages import shows
+from support.paths import with_bin_on_path
 
 
 def graded_cell(source, grade_id, points=2, solution=False, **kind):
@@ -31,7 +30,7 @@ def gradebook_file(tmp_path_factory) -> Path:
     alembic, seconds each time."""
     path = tmp_path_factory.mktemp("gradebook") / "gradebook.db"
     with pytest.MonkeyPatch.context() as environment:
-        environment.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
+        environment.setenv("PATH", with_bin_on_path()["PATH"])  # alembic
         with Gradebook(f"sqlite:///{path}") as book:
             book.add_assignment("a1")
             book.add_notebook("nb", "a1")
@@ -54,7 +53,7 @@ def gradebook_file(tmp_path_factory) -> Path:
 def gradebook(gradebook_file, tmp_path, monkeypatch):
     """A gradebook of its own for each test (a copy), that knows one notebook of one assignment, with one
     test cell and one written answer."""
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
+    monkeypatch.setenv("PATH", with_bin_on_path()["PATH"])  # alembic
     shutil.copy(gradebook_file, tmp_path / "gradebook.db")
     return f"sqlite:///{tmp_path / 'gradebook.db'}"
 

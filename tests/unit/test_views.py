@@ -3,9 +3,7 @@ import io
 import json
 import re
 import subprocess
-import sys
 import tokenize
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -16,6 +14,7 @@ from course.authoring.glossary import terms
 from course.authoring.monolingual import (answers_to_prompts, code_to_traditional, for_students, monolingual,
                                           opencc_with_terms, to_traditional)
 from support.notebooks import student_notebooks
+from support.paths import BIN
 
 
 ROOT = classroom.ROOT
@@ -267,7 +266,7 @@ def test_every_glossary_term_converts_to_its_traditional_form(term):
 
 
 def test_course_view_writes_copies(tmp_path):
-    course = Path(sys.executable).parent / "course"
+    course = BIN / "course"
     done = subprocess.run([str(course), "view", "--lang", "zh-hant", "--out", str(tmp_path), str(LESSON)],
                           capture_output=True, text=True, check=True)
     written = tmp_path / "zh-hant" / LESSON.name
