@@ -139,8 +139,10 @@ def scores(course_root: Path, assignment: str) -> dict[str, dict[str, float]]:
     """
     from nbgrader.api import Gradebook
 
+    from . import settings
+
     result = {}
-    with Gradebook(f"sqlite:///{course_root / 'gradebook.db'}") as gradebook:
+    with Gradebook(settings.gradebook_url(settings.load(course_root))) as gradebook:  # the course's, as nbgrader's
         for submission in gradebook.assignment_submissions(assignment):
             for notebook in submission.notebooks:
                 grades = {g.name: g.auto_score for g in notebook.grades if g.cell.cell_type == "code"}
