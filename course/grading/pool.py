@@ -3,6 +3,10 @@
 A worker that dies (killed, out of memory, a crash in nbgrader) costs only the task it was running:
 `run_jobs` sees its process end without an answer, reports that task as not done with the cause, starts
 a new worker and finishes the rest. (multiprocessing.Pool would lose the task and wait for ever.)
+
+Not pebble's ProcessPool, which does the same (code review 5efd9e0, F): it forks the workers that replace dead
+ones from its manager thread (`pool_manager_loop`), while this process's other threads may hold a gradebook
+engine's or logging's locks, and a child forked then keeps such a lock held for ever. Here the main thread forks.
 """
 import ctypes
 import multiprocessing

@@ -460,6 +460,8 @@ def _remove_stale_private_folders():
 
 
 def _children(pid) -> list[int]:
+    # /proc read directly, not psutil (code review 5efd9e0, F: optional): two lines of the kernel's own
+    # interface, where psutil would be one more compiled dependency of the grading runtime for them
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as children:
             return [int(p) for p in children.read().split()]

@@ -49,7 +49,9 @@ def postgresql_bin() -> Path:
 
 @pytest.fixture(scope="module")
 def postgres():
-    """The URL of a `gradebook` database on a fresh PostgreSQL server (trust authentication, loopback only)."""
+    """The URL of a `gradebook` database on a fresh PostgreSQL server (trust authentication, loopback only).
+    Not pytest-postgresql's `postgresql_proc` (code review 5efd9e0, F): it runs initdb and pg_ctl as the user
+    pytest runs as, and both refuse root (pytest-postgresql issue 455), which CI and containers run as."""
     programs = postgresql_bin()
     # as root, the server runs as Debian's `postgres` user; its folder is outside pytest's root-only tmp
     as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
