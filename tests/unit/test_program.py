@@ -1,5 +1,6 @@
 """The student's program in the verdict (autograder/program.py): the names a cell mentions and binds, the files
 it touched, and which cells run again on another machine, and where."""
+import copy
 import os
 import time
 
@@ -73,7 +74,18 @@ def test_a_cell_that_is_not_python_mentions_and_binds_nothing():
     ("%%time\nDEVICE = NAME", {"get_ipython", "DEVICE", "NAME"}, {"DEVICE"}),  # a cell magic's body is Python
     ("config = {}\nfill_in(config)", {"fill_in", "config"}, {"config"}),  # what a call is given it may change
     ("import os\nos.environ['TORCH_CUDA'] = '13.0'", {"os", "os.environ"}, {"os", "os.environ"}),
-], ids=["from-import", "same-string", "branches", "with", "function", "magic", "cell-magic", "call", "environment"])
+    ("from devices.cuda import DEVICE", {"devices"}, {"DEVICE"}),  # the package a cell run again imports anew
+    ("import os.path", set(), {"os"}),
+    ("SIZE = 3\ndef scale(x):\n    return x * SIZE", {"SIZE", "x"}, {"SIZE", "scale"}),  # what comes before a def
+    ("%%time\nDEVICE = NAME\nOTHER = 1", {"get_ipython", "DEVICE", "NAME", "OTHER"}, {"DEVICE", "OTHER"}),
+    ("\n%%time\nDEVICE = NAME", {"get_ipython", "DEVICE", "NAME"}, {"DEVICE"}),  # a blank line before the magic
+    ("%%time\ndef broken(:", {"get_ipython"}, set()),  # a body that is not Python: the magic's call alone
+    ("NAME = os.getenv('DEVICE')", {"NAME", "os", "os.environ"}, {"NAME", "os.environ"}),
+    ("os.putenv('DEVICE', 'cpu')", {"os", "os.environ"}, {"os.environ"}),
+    ("os.unsetenv('DEVICE')", {"os", "os.environ"}, {"os.environ"}),
+], ids=["from-import", "same-string", "branches", "with", "function", "magic", "cell-magic", "call", "environment",
+        "from-a-package", "import-a-submodule", "before-a-def", "cell-magic-lines", "blank-before-magic",
+        "cell-magic-not-python", "getenv", "putenv", "unsetenv"])
 def test_the_names_a_cell_mentions_and_assigns(source, mentioned, assigned):
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -81,6 +93,19 @@ def test_the_names_a_cell_mentions_and_assigns(source, mentioned, assigned):
     found = program.cell_names(program.new_shell(), source)
     InteractiveShell.clear_instance()
     assert found == (mentioned, assigned)
+
+
+@pytest.mark.parametrize("source, changed", [
+    ("config.update(device='cuda')", {"config"}), ("fill_in(config)", {"config"}), ("fill_in(devices=config)", {"config"}),
+    ("torch.backends.cudnn.benchmark = True", set()),  # a module's setting is no name
+    ("print(NAME)", set()),  # a string no call changes
+], ids=["method", "argument", "keyword", "module-setting", "string"])
+def test_what_a_call_may_change_in_place_is_bound_anew(fresh_shell, source, changed):
+    import torch
+
+    shell = program.new_shell()
+    shell.user_ns.update(config={}, torch=torch, NAME="cpu")
+    assert program.cell_names(shell, source)[1] == changed
 
 
 def cells_marked(*sources, asked=()):
@@ -109,7 +134,9 @@ def cells_marked(*sources, asked=()):
      [0, 1]),  # an object a cell run again reads: each machine makes its own
     (("SIZE = 3", "x = SIZE * 2", "print(x)"), set(), []),  # nothing asked, nothing defined
     (("import torch\ntorch.backends.cudnn.benchmark = True", "DEVICE = 1"), {1}, [1]),  # a module's setting
-], ids=["reads-what-a-cell-run-again-binds", "changed-in-place", "an-object-it-reads", "nothing", "module-setting"])
+    (("A = 'cuda'", "B = 'mps'", "C = A"), {0, 1}, [0, 1, 2]),  # what any cell run again binds, not the last's
+], ids=["reads-what-a-cell-run-again-binds", "changed-in-place", "an-object-it-reads", "nothing", "module-setting",
+        "an-earlier-cell-run-again"])
 def test_the_cells_marked_to_run_again_on_another_machine(sources, asked, marked):
     assert cells_marked(*sources, asked=asked) == marked
 
@@ -176,38 +203,81 @@ def fresh_shell():
 
 
 def test_cells_run_again_start_from_the_plain_values_they_started_from(program_folder, fresh_shell):
-    """A cell run again starts from the plain data it started from when the program ran it (`calls = 0`), not
-    from what later cells made of it; a later cell that changed it in place is not undone by the next's start."""
-    cells = [{"source": "calls = calls + 1", "plain": {"calls": 0}, "made": set()},
-             {"source": "config['device'] = 'cuda'", "plain": {"config": {"device": "cpu"}, "calls": 1}, "made": set()},
-             {"source": "seen = (calls, config['device'])", "plain": {"config": {"device": "cpu"}}, "made": set()}]
-    namespace, *_ = program.ran_again(cells, {"calls": 7, "config": {"device": "mps"}})
-    assert namespace["calls"] == 1 and namespace["seen"] == (1, "cuda")
+    """A cell run again starts from the plain data it started from when the program ran it (`calls = 0`), not from
+    what later cells or functions made of it, unless a cell run again before it bound the name anew (even to None)
+    or changed it in place; the rest of the program's names are there as they are. The cells' starting values
+    stay as they were, for the next machine."""
+    cells = [{"source": "x = scale", "plain": {"calls": 0, "config": {"devices": ["cpu"]}}, "made": set()},
+             {"source": "config['devices'].append('cuda')\nmarker = None",
+              "plain": {"calls": 3, "config": {"devices": ["cpu"]}}, "made": set()},
+             {"source": "seen = (calls, config['devices'], marker)",
+              "plain": {"calls": 3, "config": {"devices": ["mps"]}, "marker": "old"}, "made": set()}]
+    starting = copy.deepcopy(cells)
+    namespace, *_ = program.ran_again(cells, {"calls": 7, "config": {"devices": []}, "scale": 10})
+    assert namespace["x"] == 10 and namespace["seen"] == (3, ["cpu", "cuda"], None)
+    assert cells == starting
 
 
-def test_cells_run_again_leave_the_callers_folder_environment_and_randomness_as_they_were(
-        program_folder, fresh_shell, monkeypatch):
-    """What the cells run again did to the process (its folder, environment, start method, random numbers,
+@pytest.fixture
+def start_method():
+    """multiprocessing's start method, put back as it was after the test (None: not set yet)."""
+    import multiprocessing
+
+    kept = multiprocessing.context._default_context._actual_context
+    yield
+    multiprocessing.context._default_context._actual_context = kept
+
+
+@pytest.mark.parametrize("method", [None, "forkserver"], ids=["start-method-not-set", "start-method-set"])
+@pytest.mark.parametrize("default_device", ["cpu", "meta"])
+def test_cells_run_again_leave_the_callers_process_as_it_was(program_folder, fresh_shell, monkeypatch, capsys,
+                                                             start_method, method, default_device):
+    """What the cells run again did to the process (its folder, environment, start method, random numbers, output,
     PyTorch's settings and default device) is that machine's: it comes back with their names, and the caller's
     own is as it was."""
     import multiprocessing
 
     import torch
 
+    multiprocessing.context._default_context._actual_context = None
+    if method is not None:
+        multiprocessing.set_start_method(method)
     (program_folder / "runs").mkdir()
     monkeypatch.delenv("WHERE_CELLS_RAN", raising=False)
     source = ("import os, multiprocessing, torch\nos.environ['WHERE_CELLS_RAN'] = 'again'\nos.chdir('runs')\n"
               "multiprocessing.set_start_method('spawn')\ntorch.manual_seed(0)\ndrawn = torch.rand(1)\n"
-              "torch.set_default_dtype(torch.float64)\ntorch.set_default_device('meta')")
-    start_method, generator = multiprocessing.get_start_method(allow_none=True), torch.get_rng_state()
-    namespace, left, imported, environment = program.ran_again([{"source": source, "made": set()}], {})
-    assert "drawn" in namespace and imported == {}
+              "torch.set_default_dtype(torch.float64)\ntorch.set_default_device('cpu')\nprint('ran again')")
+    generator = torch.get_rng_state()
+    torch.set_default_device(None if default_device == "cpu" else default_device)
+    try:
+        namespace, left, imported, environment = program.ran_again([{"source": source, "made": set()}], {})
+        assert torch.get_default_device().type == default_device
+    finally:
+        torch.set_default_device(None)
+    assert "drawn" in namespace and imported == {} and capsys.readouterr().out == ""
     assert os.path.basename(left) == "runs" and os.path.dirname(os.path.dirname(left)) == str(program_folder.parent)
     assert environment["WHERE_CELLS_RAN"] == "again" and "WHERE_CELLS_RAN" not in os.environ
     assert os.getcwd() == str(program_folder)
-    assert multiprocessing.get_start_method(allow_none=True) == start_method
+    assert multiprocessing.get_start_method(allow_none=True) == method
     assert torch.equal(torch.get_rng_state(), generator)
-    assert torch.get_default_dtype() is torch.float32 and torch.get_default_device().type == "cpu"
+    assert torch.get_default_dtype() is torch.float32
+
+
+def test_cells_run_again_in_an_event_loop_of_their_own(program_folder, fresh_shell):
+    """A caller that runs in an event loop: the cells run again, top-level `await` included, in a loop of their
+    own, and the caller's loop is its running loop again afterwards."""
+    import asyncio
+
+    async def caller():
+        namespace, *_ = program.ran_again([{"source": "import asyncio\nawait asyncio.sleep(0)\ndone = True",
+                                            "made": set()}], {})
+        return namespace["done"], asyncio.get_running_loop()
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(caller()) == (True, loop)
+    finally:
+        loop.close()
 
 
 def test_the_students_own_module_is_imported_anew_where_cells_run_again(program_folder, fresh_shell, monkeypatch):
@@ -242,8 +312,9 @@ def test_a_cell_runs_as_a_kernel_runs_it_magics_and_top_level_await(fresh_shell)
     assert shell.history_manager.enabled is False  # no history file in the sandbox
 
 
-@pytest.mark.parametrize("refused", [False, True], ids=["confined", "landlock-refuses"])
-def test_the_program_makes_its_own_folder_everything_temporary_goes_to(tmp_path, monkeypatch, refused):
+@pytest.mark.parametrize("refused, shm", [(False, True), (True, True), (False, False)],
+                         ids=["confined", "landlock-refuses", "no-dev-shm"])
+def test_the_program_makes_its_own_folder_everything_temporary_goes_to(tmp_path, monkeypatch, refused, shm):
     import tempfile
 
     from autograder import kernel
@@ -261,12 +332,15 @@ def test_the_program_makes_its_own_folder_everything_temporary_goes_to(tmp_path,
     monkeypatch.chdir(tmp_path)
     for name in ("TMPDIR", "HOME", "IPYTHONDIR", "MPLCONFIGDIR"):
         monkeypatch.setenv(name, "/elsewhere")
-    program.own_folder(str(tmp_path))
+    isdir = os.path.isdir
+    with monkeypatch.context() as machine:  # a machine with or without /dev/shm
+        machine.setattr(os.path, "isdir", lambda path: (shm and isdir(path)) if path == "/dev/shm" else isdir(path))
+        program.own_folder(str(tmp_path))
     folder = program._PROGRAM_FOLDER[0]
     assert os.path.dirname(folder) == os.path.realpath(tmp_path) and os.path.basename(folder).startswith("program-")
     assert os.getcwd() == folder and tempfile.gettempdir() == folder
     assert [os.environ[name] for name in ("TMPDIR", "HOME", "IPYTHONDIR", "MPLCONFIGDIR")] == [folder] * 4
-    assert confined == [[str(tmp_path), *(["/dev/shm"] if os.path.isdir("/dev/shm") else [])]]
+    assert confined == [[str(tmp_path), *(["/dev/shm"] if shm and os.path.isdir("/dev/shm") else [])]]
 
 
 def test_a_name_the_test_binds_is_the_tests_own_on_every_machine():
@@ -303,6 +377,10 @@ def test_plain_values_are_builtin_data_small_enough_to_copy(value, plain):
     assert list(copied) == (["name"] if plain else [])
     if plain and isinstance(value, list):
         assert copied["name"] == value and copied["name"] is not value  # a copy, which no cell changes
+    nested = [[1]]
+    copied = program.plain_values({"nested": nested})
+    nested[0].append(2)
+    assert copied == {"nested": [[1]]}  # a deep copy
 
 
 @pytest.mark.parametrize("path, inside", [
@@ -315,3 +393,137 @@ def test_a_module_is_the_students_own_when_its_file_is_in_the_verdicts_folder(tm
     module.__file__ = None if path is None else path.format(folder=tmp_path)
     assert program._in_folder(module, str(tmp_path)) is inside
     assert program._in_folder(module, None) is False
+    assert program._in_folder(types.ModuleType("builtin"), str(tmp_path)) is False  # no __file__ at all
+
+
+@pytest.mark.parametrize("entries, listed", [(5, True), (6, False)], ids=["at-the-limit", "past-the-limit"])
+def test_the_program_lists_at_most_its_limit_of_files(program_folder, monkeypatch, entries, listed):
+    monkeypatch.setattr(program, "_FILES_LIMIT", 5)
+    for index in range(entries):
+        (program_folder / f"{index}.txt").write_text("1")
+    assert (program.listed_files() is not None) is listed
+
+
+@pytest.mark.parametrize("entries, data_set", [(4, False), (5, True)], ids=["at-the-limit", "past-the-limit"])
+def test_a_folder_of_more_entries_than_a_data_sets_limit_is_one_entry(program_folder, monkeypatch, entries, data_set):
+    monkeypatch.setattr(program, "_DATA_SET_ENTRIES", 4)
+    for folder in ("images", "labels"):  # two of them: the listing goes on after the first
+        (program_folder / folder).mkdir()
+        for index in range(entries):
+            (program_folder / folder / f"{index}.txt").write_text("1")
+    listed = program.listed_files()
+    for folder in ("images", "labels"):
+        assert (f"{folder}/0.txt" not in listed) is data_set
+        assert listed[folder] == ((program._FILES_BYTES + 1, 0, 0) if data_set else (0, 0, 0))
+
+
+def test_listing_what_a_cell_touched_changes_no_folders_link_or_written_times(program_folder, tmp_path):
+    """A folder is no file a cell wrote when a file in it was made; the times a listing sets back are a file's own
+    access time, never a folder's, a link's target's (outside the program's folder) or a file's modification time."""
+    import time
+
+    (program_folder / "runs").mkdir()
+    target = tmp_path / "outside.bin"
+    target.write_text("data")
+    os.utime(target, ns=(1_000_000_000, 1_000_000_000))
+    (program_folder / "data.bin").symlink_to(target)
+    os.utime(program_folder / "data.bin", ns=(3_000_000_000, 2_000_000_000), follow_symlinks=False)
+    (program_folder / "notes.txt").write_text("notes")
+    before = program.listed_files()
+    time.sleep(0.01)
+    (program_folder / "runs" / "log.txt").write_text("epoch 1")
+    (program_folder / "notes.txt").read_text()
+    written, folder = (os.stat(program_folder / name).st_mtime_ns for name in ("notes.txt", "runs"))
+    assert program.touched(before) == ({"runs/log.txt"}, {"runs/log.txt"}, {"notes.txt"})
+    assert os.stat(target).st_mtime_ns == os.stat(target).st_atime_ns == 1_000_000_000
+    assert os.lstat(program_folder / "data.bin").st_atime_ns == 2_000_000_000  # the link's own, set back
+    assert os.stat(program_folder / "notes.txt").st_mtime_ns == written
+    assert os.stat(program_folder / "runs").st_mtime_ns == folder
+
+
+def test_a_file_that_went_before_its_time_is_set_back_is_no_error(program_folder, monkeypatch):
+    before = program.listed_files()
+    (program_folder / "notes.txt").write_text("notes")
+
+    def gone(*args, **kwargs):
+        raise FileNotFoundError("removed meanwhile")
+
+    monkeypatch.setattr(os, "utime", gone)
+    assert program.touched(before)[0] == {"notes.txt"}
+
+
+def test_a_folder_run_again_links_a_large_data_set_copies_the_rest_and_keeps_links(program_folder, monkeypatch):
+    """Files past _FILES_BYTES in all are linked into the folder where cells run again (a data set), at most that
+    many are copied; a symbolic link stays one; what any of the cells made is left out."""
+    monkeypatch.setattr(program, "_FILES_BYTES", 18)  # exactly these: the file's 10 bytes and the link's 8
+    (program_folder / "data.bin").write_bytes(b"x" * 10)
+    (program_folder / "latest.bin").symlink_to("data.bin")
+    (program_folder / "made-by-one.txt").write_text("")
+    (program_folder / "made-by-two.txt").write_text("")
+    cells = [{"made": {"made-by-one.txt"}}, {"made": {"made-by-two.txt"}}]
+    copied = program._again_folder(cells)
+    assert os.path.basename(copied).startswith("again-")  # beside the program's, named for a person reading /tmp
+    assert sorted(os.listdir(copied)) == ["data.bin", "latest.bin"]
+    assert os.readlink(os.path.join(copied, "latest.bin")) == "data.bin"
+    assert os.stat(os.path.join(copied, "data.bin")).st_ino != os.stat(program_folder / "data.bin").st_ino
+    (program_folder / "more.bin").write_bytes(b"x")  # now past the limit: a data set
+    linked = program._again_folder(cells)
+    assert os.stat(os.path.join(linked, "data.bin")).st_ino == os.stat(program_folder / "data.bin").st_ino
+
+
+def test_on_each_machine_the_caller_works_in_that_machines_folder_with_its_modules_and_environment(
+        program_folder, tmp_path):
+    """The test's calls on a simulated machine run in the folder its cells left, with the student's modules they
+    imported and the environment they left; back on the students' machine, the program's. A machine whose cells
+    could not run again gives the program's names."""
+    import sys
+    import types
+
+    from autograder.simulate import simulated_accelerator
+
+    cuda_folder = tmp_path / "again-cuda"
+    cuda_folder.mkdir()
+    helper = types.ModuleType("student_helper_on_cuda")
+    helper.__file__ = str(cuda_folder / "student_helper_on_cuda.py")
+    environment = dict(os.environ, WHERE_CELLS_RAN="cuda")
+    scope = program.OnEachMachine({"pick": len}, ["pick"], lambda: (
+        {"pick": max}, str(cuda_folder), {helper.__name__: helper}, environment))
+    with simulated_accelerator("cuda"):
+        assert scope["pick"] is max
+        assert os.getcwd() == str(cuda_folder) and sys.modules[helper.__name__] is helper
+        assert os.environ["WHERE_CELLS_RAN"] == "cuda"
+    assert scope["pick"] is len
+    assert os.getcwd() == str(program_folder) and helper.__name__ not in sys.modules
+    assert "WHERE_CELLS_RAN" not in os.environ
+
+    def fails():
+        raise RuntimeError("a cell failed on this machine")
+
+    failed = program.OnEachMachine({"pick": len}, ["pick"], fails)
+    with simulated_accelerator("mps"):
+        assert failed["pick"] is len and failed["pick"] is len  # asked twice: defined once, the program's
+
+
+@pytest.mark.parametrize("value, shared", [
+    ("os", False), ("own_module", True), (len, False), (int, False), (3, False), ("object()", True),
+], ids=["a-library-module", "the-students-module", "function", "class", "plain", "an-object"])
+def test_a_value_is_shared_by_every_machine_unless_it_is_plain_a_class_a_function_or_a_library(
+        program_folder, value, shared):
+    import types
+
+    own_module = types.ModuleType("own")
+    own_module.__file__ = str(program_folder / "own.py")
+    if isinstance(value, str):
+        value = {"os": os, "own_module": own_module}.get(value) or eval(value)
+    assert program._shared(value) is shared
+
+
+def test_the_students_cells_run_as_main():
+    """`if __name__ == "__main__":` in a student's cell runs, as in a notebook."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    InteractiveShell.clear_instance()
+    try:
+        assert program.new_shell().user_ns["__name__"] == "__main__"
+    finally:
+        InteractiveShell.clear_instance()
