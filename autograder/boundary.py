@@ -748,7 +748,7 @@ def encode(value, known, payloads, sent=None, depth=0):
     if type(value) is torch.dtype:
         return {"kind": "dtype", "value": str(value).removeprefix("torch.")}
     if type(value) in (torch.Tensor, torch.nn.Parameter):
-        memo = getattr(payloads, "memo", {})
+        memo = payloads.memo
         if id(value) in memo:  # the same tensor twice in one report (a buffer and a property): one node
             return memo[id(value)][1]
         payloads.append(_TENSOR_CLONE(_TENSOR_DETACH(value)))  # PyTorch's C methods: Tensor's a cell can replace

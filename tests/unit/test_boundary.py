@@ -8,6 +8,7 @@ import copy
 import io
 import os
 import pickle
+import re
 from collections import OrderedDict, defaultdict, namedtuple
 from collections.abc import Mapping
 
@@ -105,7 +106,7 @@ def test_a_tensor_argument_changed_in_place_fails_the_call(pipe, change):
     x, judged = torch.ones(3), torch.ones(3)
     with pytest.raises(AssertionError) as failure:
         sealed(pipe, change, x, judged=(judged,))
-    assert failure.value.course_key == "changed_argument" and torch.equal(judged, torch.ones(3))
+    assert failure.value.course_key == "changed_argument" and failure.value.course_fields["what"] == "f(...)" and torch.equal(judged, torch.ones(3))
 
 
 def test_a_modules_parameter_changed_in_place_is_changed_in_the_judge_too(pipe):
@@ -307,7 +308,7 @@ def test_a_layer_wrapped_by_the_call_fails_it_with_the_structure_diagnostic_and_
 
     with pytest.raises(AssertionError) as failure:
         sealed(pipe, wrap, model, judged=(judged,))
-    assert failure.value.course_key == "module_restructured"
+    assert failure.value.course_key == "module_restructured" and failure.value.course_fields["what"] == "f(...)"
     assert failure.value.course_fields["name"] == shown
     assert judged[0].weight.dtype == torch.float32 and type(judged[1]) is torch.nn.LayerNorm  # nothing written
     local = copy.deepcopy(judged)
@@ -399,7 +400,7 @@ def test_a_forged_state_of_an_argument_fails_the_call(pipe, state, broken):
     os.write(writer, forged(report))
     with pytest.raises(AssertionError) as failure:
         boundary.Judge(reader).call("f()", None, (model,), {}, None, core._run)
-    assert failure.value.course_key == "verdict_call_unreadable"
+    assert failure.value.course_key == "verdict_call_unreadable" and failure.value.course_fields["what"] == "f()"
     assert model._parameters == before and model.training  # nothing written
 
 
@@ -801,7 +802,7 @@ def test_a_payload_that_is_not_a_tensors_bytes_fails_the_call(pipe, payload):
                              "payloads": [payload], "held": [], "counters": [], "files": [], "carrying": []}))
     with pytest.raises(AssertionError) as failure:
         boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
-    assert failure.value.course_key == "verdict_call_unreadable"
+    assert failure.value.course_key == "verdict_call_unreadable" and failure.value.course_fields["what"] == "f()"
 
 
 class Planted:
@@ -825,6 +826,7 @@ def test_whatever_else_the_caller_sends_fails_the_call(pipe, sent, tmp_path, mon
     with pytest.raises(AssertionError) as failure:
         boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
     assert failure.value.course_key in ("verdict_call_lost", "verdict_call_unreadable")
+    assert failure.value.course_fields["what"] == "f()"  # the judge's own label
     assert not (tmp_path / "planted").exists()
 
 
@@ -833,7 +835,7 @@ def test_a_result_for_another_call_fails_the_call(pipe):
     boundary.Recorder(writer).call("g()", lambda: 1, (), {}, None, core._run)
     with pytest.raises(AssertionError) as failure:
         boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
-    assert failure.value.course_key == "verdict_call_unreadable"
+    assert failure.value.course_key == "verdict_call_unreadable" and failure.value.course_fields["what"] == "f()"
 
 
 def test_a_result_of_an_unknown_kind_fails_the_call(pipe):
@@ -929,8 +931,8 @@ def test_a_signal_handler_of_the_students_never_runs_while_the_report_is_made(pi
             return
         names = []  # the boundary's own functions it ran inside (os.environ has an `encode` too)
         while frame is not None:
-            if frame.f_code.co_filename == boundary.__file__:
-                names.append(frame.f_code.co_name)
+            if frame.f_code.co_filename == boundary.__file__:  # under mutmut, encode runs as x_encode__mutmut_orig
+                names.append(re.sub(r"^x_(.+?)__mutmut_\w+$", r"\1", frame.f_code.co_name))
             frame = frame.f_back
         seen.append(names)
 
@@ -948,3 +950,124 @@ def test_a_signal_handler_of_the_students_never_runs_while_the_report_is_made(pi
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert seen and not [names for names in seen if making & set(names)], seen  # it ran, never inside the report
+
+
+@pytest.mark.parametrize("side", ["caller", "judge"])
+def test_a_call_that_stays_on_its_side_runs_then_and_labels_its_error(pipe, side):
+    """A call that involves no student's code (a library's function on the test's own data) runs on each side as
+    it is, `then` included, and an error it raises is labelled with the test's call."""
+    reader, writer = pipe
+    made = boundary.Recorder(writer, students=[]) if side == "caller" else boundary.Judge(reader, students=[])
+    assert made.call("len(x)", len, ([1, 2],), {}, lambda result, *args: result * 10, core._run) == 20
+    with pytest.raises(AssertionError) as failure:
+        made.call("int('x')", int, ("x",), {}, None, core._run)
+    assert failure.value.course_fields["what"] == "int('x')"
+
+
+def test_a_name_that_is_not_a_string_is_sent_as_a_mark_without_running_its_code():
+    """A failed call's key and field names go as Python's own str: a str subclass's, or another object's
+    __str__, would run the student's code while the report is made."""
+    ran = []
+
+    class Name(str):
+        def __str__(self):
+            ran.append(True)
+            return "forged"
+
+    class Other:
+        def __str__(self):
+            ran.append(True)
+            return "forged"
+
+    assert boundary._plain(Name("what")) == "what" and type(boundary._plain(Name("what"))) is str
+    assert boundary._plain(Other()) == "?" and ran == []
+
+
+@pytest.mark.parametrize("item, accepted", [
+    (["float32", [1] * 64, "cpu", bytes(4)], True),  # at the limit of dimensions
+    (["float32", [1] * 65, "cpu", bytes(4)], False),
+    (["float32", [1], "cpu", [0, 0, 0, 0]], False),  # the right length, but not bytes
+    (["float32", [1], "cpu:0", bytes(4)], True),  # a device named otherwise than "cpu": moved there
+    (["int64", [0, 3], "cpu", b""], True),  # nothing in it
+], ids=["64-dimensions", "65-dimensions", "a-list-of-numbers", "another-device-name", "empty"])
+def test_a_payload_is_accepted_only_as_a_tensors_exact_bytes(item, accepted):
+    if not accepted:
+        with pytest.raises(ValueError):
+            boundary._unwired(item)
+        return
+    tensor = boundary._unwired(item)
+    assert tensor.dtype == getattr(torch, item[0]) and list(tensor.shape) == item[1] and tensor.device.type == "cpu"
+
+
+@pytest.mark.parametrize("failed", [
+    ["not", "a", "dict"],
+    {"kinds": "NotImplementedError"},  # not a list: no kind at all, not its letters
+    {"key": "tampering", "fields": ["names"]},
+    {"key": "tampering", "fields": {"names": "torch.Tensor.to"}},  # not a typed field
+], ids=["not-a-dict", "kinds-not-a-list", "fields-not-a-dict", "names-not-a-typed-field"])
+def test_a_failure_the_caller_reports_in_another_shape_is_unreadable_or_names_nothing(failed):
+    failure = boundary._reported("f()", failed)
+    assert failure.course_fields["what"] == "f()"
+    if isinstance(failed, dict) and failed.get("key") == "tampering":
+        assert failure.course_key == "tampering" and failure.course_fields["names"] == "…"
+    else:
+        assert failure.course_key == "verdict_call_unreadable" and failure.__cause__ is None
+
+
+@pytest.mark.parametrize("extra, read", [(0, True), (1, False)], ids=["at-the-limit", "past-the-limit"])
+def test_a_frame_is_read_up_to_its_limit_and_no_further(pipe, monkeypatch, extra, read):
+    reader, writer = pipe
+    data = pickle.dumps({"what": "f()"}, protocol=5)
+    monkeypatch.setattr(boundary, "FRAME_LIMIT", len(data) - extra)
+    os.write(writer, frame(data))
+    os.close(writer)
+    if read:
+        assert boundary.read_frame(reader) == {"what": "f()"}
+    else:
+        with pytest.raises(ValueError):
+            boundary.read_frame(reader)
+
+
+@pytest.mark.parametrize("size, sent", [(4, True), (5, False)], ids=["at-the-limit", "past-the-limit"])
+def test_a_file_the_call_wrote_is_sent_up_to_its_limit(tmp_path, monkeypatch, size, sent):
+    monkeypatch.setattr(boundary, "FILE_LIMIT", 4)
+    path = tmp_path / "model.pt"
+    path.write_bytes(bytes(range(size)))
+    payloads = boundary.Payloads()
+    state = boundary._file_state(str(path), payloads)
+    if sent:
+        assert state == {"exists": True, "payload": 0} and bytes(payloads[0].tolist()) == bytes(range(size))
+    else:
+        assert state == {"exists": True, "payload": None} and len(payloads) == 0  # the judge's call then fails
+    assert boundary._file_state(str(tmp_path / "missing.pt"), payloads) == {"exists": False}
+
+
+@pytest.mark.parametrize("count, encoded", [(4, True), (5, False)], ids=["at-the-limit", "past-the-limit"])
+def test_a_result_of_more_parts_than_the_limit_is_refused(monkeypatch, count, encoded):
+    monkeypatch.setattr(boundary, "NODE_LIMIT", 3)  # checked before each part: a fourth tensor is still sent
+    result = [torch.zeros(1) for _ in range(count)]
+    if encoded:
+        assert len(boundary.encode(result, boundary.Known((), {}), boundary.Payloads())["items"]) == count
+    else:
+        with pytest.raises(RecursionError):
+            boundary.encode(result, boundary.Known((), {}), boundary.Payloads())
+
+
+def test_containers_come_back_of_their_own_types_and_an_array_after_a_tensor_with_its_values(pipe):
+    import numpy
+
+    back = sealed(pipe, lambda: ([1], (2,), {"a": 3}, torch.zeros(2), numpy.arange(3.0)))
+    assert [type(part) for part in back[:3]] == [list, tuple, dict]
+    assert numpy.array_equal(back[4], numpy.arange(3.0))
+
+
+class Opaque:
+    """An object of the student's class: the judge holds it as a stand-in, on which a later call crosses."""
+
+
+def test_an_object_the_judge_holds_as_a_stand_in_is_one_wherever_the_result_holds_it(pipe):
+    _, writer = pipe
+    recorder = boundary.Recorder(writer)  # every call crosses
+    in_list, as_key, as_value = Opaque(), Opaque(), Opaque()
+    recorder.call("f()", lambda: [in_list, {as_key: as_value}], (), {}, None, core._run)
+    assert all(recorder.opaque(value) for value in (in_list, as_key, as_value))
