@@ -339,8 +339,11 @@ def ran_again(cells, namespace) -> tuple[dict, str, dict, dict]:
         if folder is not None:
             os.chdir(folder)
         with boundary.random_state_kept(), contextlib.redirect_stdout(io.StringIO()):
+            # the program's __future__ imports hold in every later cell, as IPython's compiler keeps them
+            flags = InteractiveShell.instance().compile.flags if InteractiveShell.initialized() else 0
             InteractiveShell.clear_instance()
             shell, loop, rebound = new_shell(namespace), asyncio.new_event_loop(), set()
+            shell.compile.flags |= flags
             for cell in cells:
                 for name, value in cell.get("plain", {}).items():
                     if name not in rebound:

@@ -527,3 +527,18 @@ def test_the_students_cells_run_as_main():
         assert program.new_shell().user_ns["__name__"] == "__main__"
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_cells_run_again_keep_the_programs_future_imports(program_folder, fresh_shell):
+    """A `from __future__ import annotations` cell of the program holds in the cells run again, as IPython keeps
+    it for every later cell (attacks-machines.toml, a-future-annotations-import-is-lost-in-the-cells-run-again)."""
+    import asyncio
+
+    shell, loop = program.new_shell(), asyncio.new_event_loop()
+    try:
+        program.run_cell(shell, loop, "from __future__ import annotations")
+    finally:
+        loop.close()
+    source = "def pick() -> NeverDefined:\n    return 'cpu'\nBEST = pick()"
+    namespace, *_ = program.ran_again([{"source": source, "made": set()}], dict(shell.user_ns))
+    assert namespace["BEST"] == "cpu"
