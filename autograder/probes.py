@@ -351,3 +351,14 @@ def global_rng_kept(function, *args, **kwargs):
     before = torch.get_rng_state()
     result = function(*args, **kwargs)
     return result, torch.equal(before, torch.get_rng_state())
+
+
+def loaded_rows(dataset, **loader_kwargs):
+    """The inputs of every batch of `DataLoader(dataset, **loader_kwargs)`, in one tensor. Made and read in one
+    call (`checks.call(what, loaded_rows, dataset, **kwargs)`), so that a loader built with the student's
+    own objects (a torch.Generator, a worker_init_fn, a collate_fn), which the judge holds only as stand-ins, is
+    read where they are and comes back as a tensor (attacks-machines.toml,
+    loader-kwargs-with-pytorchs-reproducibility-recipe)."""
+    from torch.utils.data import DataLoader
+
+    return torch.cat([inputs for inputs, _ in DataLoader(dataset, **loader_kwargs)])

@@ -247,7 +247,7 @@ def new_shell(namespace=None):
 
     config = Config()
     config.HistoryManager.enabled = False
-    return Shell.instance(config=config, user_ns=namespace if namespace is not None else {"__name__": "__main__"})
+    return Shell.instance(config=config, user_ns=namespace)  # None: IPython's own, whose __name__ is "__main__"
 
 
 MISSING = object()

@@ -284,6 +284,9 @@ def _made_on_meta(real):
         if _on_the_accelerator(kwargs.get("device")):
             kwargs = {**kwargs, "device": "meta"}
         if kwargs.get("pin_memory"):
+            if not _SIMULATED[-1][0]:  # a grader's GPU simulated around a machine without one (_pin_memory)
+                raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; no pinned memory "
+                                   "allocator is available on this system.")
             kwargs = {**kwargs, "pin_memory": False}
         return real(*args, **kwargs)
 
@@ -323,15 +326,21 @@ def _cuda(tensor, device=None, non_blocking=False, memory_format=torch.preserve_
 
 
 def _pin_memory(tensor, *args, **kwargs):
-    """`Tensor.pin_memory()` (lesson 07's `.pin_memory().to(device, non_blocking=True)`): a copy, as the page-locked
-    one would be, its values the same."""
+    """`Tensor.pin_memory()` (lesson 07's `.pin_memory().to(device, non_blocking=True)`) on the simulated machine,
+    whatever the grader's: a copy where it has an accelerator, as the page-locked one would be, its values the same;
+    PyTorch's own refusal where it has none, as on a laptop. Every simulation patches it, the students' machine's
+    too: a GPU grader's real pin_memory, or one simulated around the whole verdict, gave an answer that pins on
+    every machine the points a grader without a GPU refused (attacks-machines.toml,
+    pinned-memory-works-only-on-a-grader-with-a-gpu)."""
+    if not _SIMULATED[-1][0]:
+        raise RuntimeError("Cannot access accelerator device when none is available.")
     return torch._C.TensorBase.clone(tensor)
 
 
 _REAL_TO = torch.Tensor.to
 # what an accelerator's simulation patches besides its answers (no simulation of a machine without one does)
 _ON_AN_ACCELERATOR = {**{target: _made_on_meta(pkgutil.resolve_name(target)) for target in _FACTORIES},
-                      "torch.Tensor.to": _to, "torch.Tensor.cuda": _cuda, "torch.Tensor.pin_memory": _pin_memory}
+                      "torch.Tensor.to": _to, "torch.Tensor.cuda": _cuda}
 # the real one (functools.lru_cache: what it answered before is not the machine's)
 _MPS_IS_AVAILABLE = torch.backends.mps.is_available
 
@@ -379,7 +388,8 @@ def simulated_accelerator(kind, built=None):
         raise ValueError(f"kind and built must be one of {ACCELERATORS}, and equal when kind is set, "
                          f"not {kind!r} and {built!r}")
     with ExitStack() as stack:
-        for target, replacement in [*_REPLACEMENTS.items(), *(_ON_AN_ACCELERATOR.items() if kind else ())]:
+        for target, replacement in [*_REPLACEMENTS.items(), ("torch.Tensor.pin_memory", _pin_memory),
+                                    *(_ON_AN_ACCELERATOR.items() if kind else ())]:
             stack.enter_context(mock.patch(target, replacement, create=True))
         stack.enter_context(mock.patch("torch._C._has_cuda", built == "cuda", create=True))
         stack.enter_context(mock.patch("torch._C._has_mps", built == "mps", create=True))

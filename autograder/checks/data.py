@@ -5,7 +5,7 @@ import numpy
 import torch
 
 from ..probes import global_rng_kept
-from .core import call, _fail, _name
+from .core import call, _device_of, _fail, _name
 from .tensors import assert_tensor
 
 # NumPy's functions and types, bound once: a submission that replaces them fools nothing
@@ -25,12 +25,18 @@ def assert_rows_of(rows, table, what):
 
 def assert_transfers(counter, expected, what, result=None):
     """A `probes.count_transfers()` counter saw exactly `expected` copies between devices, and saw how
-    every tensor on a device came there (`result` too): none was made while the counter was switched off."""
+    every tensor on a device came there (`result` too): none was made while the counter was switched off.
+    A `result` on a device came there whole: no fewer bytes crossed than it holds (a stack sent as float16
+    and converted back there has half its bytes, and every value rounded)."""
     __tracebackhide__ = True
     if counter.unseen or (result is not None and not counter.saw(result)):
         _fail("transfer_unseen", what=what)
     if counter.transfers != expected:
         _fail("transfer_count", what=what, found=counter.transfers)
+    if isinstance(result, torch.Tensor) and _device_of(result).type != "cpu" and expected:
+        held = result.numel() * result.element_size()
+        if counter.bytes < held:
+            _fail("transfer_narrowed", what=what, found=counter.bytes, expected=held)
 
 
 def assert_made_on_device(counter, result, what):

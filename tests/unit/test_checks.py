@@ -858,6 +858,19 @@ def test_transfers_must_be_exactly_the_expected_count(accelerator):
     checks.assert_transfers(none, 0, "stack_and_move()")
 
 
+def test_a_transfer_that_narrowed_the_values_on_the_way_fails(accelerator):
+    """attacks-machines.toml, stack-and-move-that-sends-float16-off-the-cpu-is-never-caught: one transfer, the
+    dtype asked for, and half the bytes crossed (every value rounded to float16)."""
+    tensors = [torch.randn(3) for _ in range(3)]
+    with count_transfers() as whole:
+        moved = torch.stack(tensors).to(accelerator)
+    checks.assert_transfers(whole, 1, "stack_and_move()", result=moved)
+    with count_transfers() as narrowed:
+        moved = torch.stack(tensors).half().to(accelerator).float()
+    fails_showing("transfer_narrowed", dict(what="stack_and_move()", found=18, expected=36),
+                  checks.assert_transfers, narrowed, 1, "stack_and_move()", result=moved)
+
+
 class SubclassWithFakeDevice(torch.Tensor):
     @property
     def device(self):

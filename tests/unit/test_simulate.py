@@ -299,3 +299,23 @@ def test_a_step_timed_with_cuda_events_and_a_side_stream_run_on_the_simulated_gp
         assert start.elapsed_time(end) == 0.0 and made.device == torch.device("meta")
     with simulated_machine(Machine(None, "cuda")), pytest.raises(RuntimeError, match="NVIDIA driver"):
         torch.cuda.Event(enable_timing=True)
+
+
+@pytest.mark.parametrize("pin", ["pin_memory", "factory"])
+@pytest.mark.parametrize("grader", [None, "cuda"], ids=["grader-as-it-is", "cuda-grader"])
+def test_pinned_memory_is_the_simulated_machines_whatever_the_graders(pin, grader):
+    """attacks-machines.toml, pinned-memory-works-only-on-a-grader-with-a-gpu: page-locked memory works where the
+    innermost simulated machine has an accelerator, and is refused as on a laptop where it has none, on a grader
+    with a GPU (simulated around it all) as on one without. A factory's `pin_memory=True` is PyTorch's own where
+    no accelerator is simulated at all (patching the factories there would break torch.jit.script): a real GPU
+    grader pins it (README, "What a student's code can still misreport")."""
+    from autograder.program import STUDENTS_MACHINE
+
+    make = {"pin_memory": lambda: torch.arange(3.0).pin_memory(), "factory": lambda: torch.empty(2, pin_memory=True)}[pin]
+    with simulated_accelerator(grader):
+        with simulated_machine(Machine("cuda", "cuda")):
+            make()
+        if pin == "factory" and grader is None and torch.accelerator.is_available():
+            return
+        with simulated_machine(STUDENTS_MACHINE), pytest.raises(RuntimeError, match="accelerator"):
+            make()
