@@ -8,6 +8,7 @@ from unittest import mock
 
 import torch
 import torch.serialization
+from torch.utils import _pytree as pytree, weak
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .simulate import simulated_accelerator, standing_for, target_of_to
@@ -15,6 +16,49 @@ from .simulate import simulated_accelerator, standing_for, target_of_to
 _dtype_of = torch._C.TensorBase.dtype.__get__  # not through a Python attribute a submission could patch
 _device_of = torch._C.TensorBase.device.__get__
 COPY_OPS = {torch.ops.aten._to_copy.default, torch.ops.aten.copy_.default}
+
+
+class MetaValues(TorchDispatchMode):
+    """While a call is given tensors on the meta device (standing in for a GPU on a grader without one): each
+    operation on meta tensors also runs on CPU tensors of their values, and a read of one number (`.item()`,
+    `float()`, `bool()`, a format, `assert torch.isfinite(loss)`) gives that number, as it would on the device. A meta
+    tensor made before the call has no values anyone knows: zeros, and what the call computes from them follows
+    (`loss.item()` of a zero model is a loss, finite). Copies to the CPU still fail as PyTorch's do; the stand-in
+    (`meta_standing_for`) answers those. Without it a right train_step that prints `loss.item()` lost every point
+    of its test (attacks-machines.toml, train-step-prints-the-loss-on-the-bare-meta-device)."""
+
+    def __init__(self):
+        super().__init__()
+        self.values = weak.WeakTensorKeyDictionary()  # meta tensor → its values on the CPU
+
+    def value(self, tensor):
+        found = self.values.get(tensor)
+        if found is None:
+            found = self.values[tensor] = torch.zeros(tensor.shape, dtype=_dtype_of(tensor))
+        return found
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.ops.aten._local_scalar_dense.default and _on_meta(args[0]):
+            return self.value(args[0]).item()
+        result = func(*args, **kwargs)
+        if any(_on_meta(each) for each in pytree.tree_leaves((args, kwargs, result))):
+            try:
+                with torch.random.fork_rng(devices=[]):  # the CPU's draws stay the student's
+                    on_cpu, named = pytree.tree_map(lambda x: self.value(x) if _on_meta(x) else x, (args, kwargs))
+                    if isinstance(named.get("device"), torch.device) and named["device"].type == "meta":
+                        named = {**named, "device": torch.device("cpu")}
+                    values = func(*on_cpu, **named)
+            except Exception:  # noqa: BLE001: an operation the CPU does not run alike: no values, as before
+                return result
+            for made, value in zip(pytree.tree_leaves(result), pytree.tree_leaves(values)):
+                if _on_meta(made) and isinstance(value, torch.Tensor) and value.shape == made.shape:
+                    self.values[made] = value
+        return result
+
+
+def _on_meta(value) -> bool:
+    return isinstance(value, torch.Tensor) and _device_of(value).type == "meta"
 
 
 class TransferCounter(TorchDispatchMode):

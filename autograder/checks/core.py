@@ -69,7 +69,7 @@ def _run(what, function, args, kwargs, then):
     __tracebackhide__ = True
     integrity.verify(what)
     try:
-        with warnings.catch_warnings(record=True), contextlib.redirect_stderr(sys.stdout), _anomaly_on_meta(args, kwargs):
+        with warnings.catch_warnings(record=True), contextlib.redirect_stderr(sys.stdout), _on_meta(args, kwargs):
             warnings.simplefilter("always")
             result = function(*args, **kwargs)
             if then is not None:
@@ -84,14 +84,22 @@ def _run(what, function, args, kwargs, then):
     return result
 
 
-def _anomaly_on_meta(args, kwargs):
-    """Anomaly detection that a student left on (`torch.autograd.set_detect_anomaly(True)`) checks each
-    gradient for NaN by reading its values, which tensors on the meta device, standing in for a GPU, have
-    none of: for a call given one, it keeps its traces and checks no values (a trial of ordinary styles: a2's
-    train_step lost 3 points to it)."""
-    if torch.is_anomaly_enabled() and any(_device_of(t).type == "meta" for t in _tensors_in((args, kwargs))):
-        return torch.autograd.set_detect_anomaly(True, check_nan=False)
-    return contextlib.nullcontext()
+@contextlib.contextmanager
+def _on_meta(args, kwargs):
+    """For a call given tensors on the meta device, standing in for a GPU, which hold no values: a read of one
+    number gives what the call computed (probes.MetaValues: `print(loss.item())` in a train_step); anomaly detection
+    that a student left on (`torch.autograd.set_detect_anomaly(True)`) keeps its traces and checks no gradient for
+    NaN by reading its values (a trial of ordinary styles: a2's train_step lost 3 points to it)."""
+    if not any(_device_of(t).type == "meta" for t in _tensors_in((args, kwargs))):
+        yield
+        return
+    from ..probes import MetaValues
+
+    with contextlib.ExitStack() as stack:
+        if torch.is_anomaly_enabled():
+            stack.enter_context(torch.autograd.set_detect_anomaly(True, check_nan=False))
+        stack.enter_context(MetaValues())
+        yield
 
 
 def _tensors_in(value, depth=0):

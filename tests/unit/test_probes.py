@@ -310,3 +310,30 @@ def reseeds_inside_fork_rng(n):
 def test_global_rng_kept_sees_a_reseeded_global_generator(shuffle, kept):
     torch.manual_seed(0)
     assert global_rng_kept(shuffle, 10) == (shuffle(10), kept)
+
+
+def test_a_number_read_from_a_meta_tensor_is_what_the_call_computed():
+    """attacks-machines.toml, train-step-prints-the-loss-on-the-bare-meta-device and the three after it: on the meta
+    device standing in for a GPU, a training step's `loss.item()`, `assert torch.isfinite(loss)` and a NaN check read
+    the numbers the same operations give on the CPU (a model made before the call: zeros), while the tensors stay
+    on meta and copies to the CPU still fail as PyTorch's do."""
+    from autograder.probes import MetaValues
+
+    model = nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 3)).to("meta")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    inputs, targets = torch.randn(6, 4), torch.randint(0, 3, (6,))
+    draws = torch.get_rng_state()
+    with MetaValues():
+        loss = nn.CrossEntropyLoss()(model(inputs.to("meta")), targets.to("meta"))
+        loss.backward()
+        optimizer.step()
+        assert f"{loss.item():.4f}" == "1.0986" and torch.isfinite(loss)  # log 3: a zero model's logits are equal
+        assert not torch.isnan(model[0].weight).any() and float(model[2].bias.grad.sum()) == pytest.approx(0.0, abs=1e-6)
+        noise = torch.randn(3, device="meta")
+        assert torch.equal(torch.get_rng_state(), draws)  # a draw on meta takes none of the CPU's
+        assert bool((noise == noise).all())
+        with pytest.raises(NotImplementedError):
+            loss.cpu()
+    assert _device_of(loss).type == "meta" and _device_of(model[0].weight).type == "meta"
+    with pytest.raises(RuntimeError):  # outside a call, a meta tensor has no value, as in PyTorch
+        loss.item()
