@@ -11,6 +11,7 @@ import torch.serialization
 from torch.utils import _pytree as pytree, weak
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from . import simulate
 from .simulate import simulated_accelerator, standing_for, target_of_to
 
 _dtype_of = torch._C.TensorBase.dtype.__get__  # not through a Python attribute a submission could patch
@@ -302,6 +303,7 @@ def meta_standing_for(device):
         devices = foreach._get_foreach_kernels_supported_devices()
         stack.enter_context(mock.patch.object(foreach, "_get_foreach_kernels_supported_devices",
                                               lambda: [*devices, "meta"]))
+        stack.callback(simulate._IN_FLIGHT.clear)  # a copy still in flight when the call returned is sent as it is
         yield
 
 
@@ -320,16 +322,28 @@ def _copied_to_the_cpu(device):
         return _device_of(tensor).type == "meta"
 
     def cpu(tensor, *args, **kwargs):
-        return _zeros_as(tensor, _dtype_of(tensor)) if on_meta(tensor) else real["cpu"](tensor, *args, **kwargs)
+        if not on_meta(tensor):
+            return real["cpu"](tensor, *args, **kwargs)
+        simulate.landed()  # a blocking copy waits for the GPU's queue
+        return _zeros_as(tensor, _dtype_of(tensor))
 
     def to(tensor, *args, **kwargs):
         target, dtype = target_of_to(args, kwargs)
-        if on_meta(tensor) and target is not None and target.type == "cpu":
-            return _zeros_as(tensor, dtype or _dtype_of(tensor))
-        return real["to"](tensor, *args, **kwargs)
+        if not (on_meta(tensor) and target is not None and target.type == "cpu"):
+            return real["to"](tensor, *args, **kwargs)
+        copied = _zeros_as(tensor, dtype or _dtype_of(tensor))
+        if kwargs.get("non_blocking") or next((flag for flag in args if isinstance(flag, bool)), False):
+            # in flight until the GPU's queue is waited for: what is there before then is not the tensor's
+            values = copied.detach().clone()
+            torch._C.TensorBase.fill_(copied.detach(), float("nan") if copied.is_floating_point() else 1)
+            simulate._IN_FLIGHT.append((copied.detach(), values))
+        else:
+            simulate.landed()
+        return copied
 
     def copy_(tensor, source, non_blocking=False):
-        if on_meta(source) and not on_meta(tensor):  # into a host buffer (`host.copy_(t)`)
+        if on_meta(source) and not on_meta(tensor):  # into a host buffer (`host.copy_(t)`): pageable memory,
+            simulate.landed()  # which even a non-blocking copy fills before it returns
             source = _zeros_as(source, _dtype_of(source)).detach()
         return real["copy_"](tensor, source, non_blocking)
 
@@ -343,7 +357,10 @@ def _copied_to_the_cpu(device):
 
     def read(name):
         def value(tensor, *args):
-            return real[name](_zeros_as(tensor, _dtype_of(tensor)).detach() if on_meta(tensor) else tensor, *args)
+            if not on_meta(tensor):
+                return real[name](tensor, *args)
+            simulate.landed()  # a value read from the GPU waits for its queue
+            return real[name](_zeros_as(tensor, _dtype_of(tensor)).detach(), *args)
         return value
 
     return {"cpu": cpu, "to": to, "copy_": copy_, "numpy": numpy,

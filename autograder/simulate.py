@@ -92,13 +92,26 @@ def _eager(kind, built, model=None, **options):
     return model if model is not None else (lambda model: model)
 
 
+# Copies to the host that a non-blocking `.to("cpu", non_blocking=True)` from a stand-in for the GPU started
+# (autograder/probes.py): what they hold until the GPU's queue is waited for, as on the GPU, where PyTorch copies
+# into page-locked memory and returns at once (lesson 08: read before `torch.cuda.synchronize()`, it is not there).
+_IN_FLIGHT = []
+
+
+def landed():
+    """The GPU's queue waited for (`synchronize`, a value read from it): every copy in flight holds its values."""
+    while _IN_FLIGHT:
+        host, values = _IN_FLIGHT.pop()
+        torch._C.TensorBase.copy_(host, values)
+
+
 class _SimulatedStream:
     """What `torch.cuda.current_stream()` or `torch.cuda.Stream()` gives on the simulated GPU: a stream with nothing
     queued (lessons 07 and 08: side streams, `torch.cuda.stream(s)`, `wait_stream`)."""
     device, device_index, device_type, stream_id, cuda_stream, priority = torch.device("cuda", 0), 0, 1, 0, 0, 0
 
     def synchronize(self):
-        return None
+        return landed()
 
     def query(self):
         return True
@@ -130,7 +143,7 @@ class _SimulatedEvent:
         return True
 
     def synchronize(self):
-        return None
+        return landed()
 
     def elapsed_time(self, end_event):
         return 0.0
@@ -150,7 +163,7 @@ _ANSWERS = {
     "torch.cuda.mem_get_info": lambda kind, built, device=None: _on_cuda(kind, built, (79 * 2**30, 80 * 2**30)),
     "torch.cuda.memory_allocated": lambda kind, built, device=None: _on_cuda(kind, built, 0),
     "torch.cuda.memory_reserved": lambda kind, built, device=None: _on_cuda(kind, built, 0),
-    "torch.cuda.synchronize": lambda kind, built, device=None: _on_cuda(kind, built, None),
+    "torch.cuda.synchronize": lambda kind, built, device=None: _on_cuda(kind, built, None) or landed(),
     # what a setup cell may do with the GPU it found (lesson 01's `torch.cuda.set_device(0)`, `with
     # torch.cuda.device(0):`)
     "torch.cuda.set_device": lambda kind, built, device=None: _on_cuda(kind, built, None),
@@ -161,7 +174,7 @@ _ANSWERS = {
     "torch.cuda.empty_cache": lambda kind, built: None,
     "torch.cuda.memory_summary": lambda kind, built, device=None, abbreviated=False: _on_cuda(kind, built, ""),
     "torch.cuda.get_arch_list": lambda kind, built: ["sm_90"] if built == "cuda" else [],
-    "torch.accelerator.synchronize": lambda kind, built, device=None: None,
+    "torch.accelerator.synchronize": lambda kind, built, device=None: landed(),
     "torch.compile": _eager,
     # what a setup cell may set or read on a machine with a GPU, as the lessons show (08 and 13: sync debugging;
     # a shared GPU's share; its streams and generator; cuDNN and NCCL, which come with CUDA)
@@ -185,7 +198,7 @@ _ANSWERS = {
     "torch.mps.seed": lambda kind, built: None,
     "torch.mps.get_rng_state": lambda kind, built, device="mps": _on_mps(kind, torch.zeros(16, dtype=torch.uint8)),
     "torch.mps.set_rng_state": lambda kind, built, new_state, device="mps": _on_mps(kind, None),
-    "torch.mps.synchronize": lambda kind, built: _on_mps(kind, None),
+    "torch.mps.synchronize": lambda kind, built: _on_mps(kind, None) or landed(),
     "torch.mps.empty_cache": lambda kind, built: _on_mps(kind, None),
     "torch.mps.set_per_process_memory_fraction": lambda kind, built, fraction: _on_mps(kind, None),
     "torch.mps.current_allocated_memory": lambda kind, built: _on_mps(kind, 0),

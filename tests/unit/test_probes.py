@@ -337,3 +337,18 @@ def test_a_number_read_from_a_meta_tensor_is_what_the_call_computed():
     assert _device_of(loss).type == "meta" and _device_of(model[0].weight).type == "meta"
     with pytest.raises(RuntimeError):  # outside a call, a meta tensor has no value, as in PyTorch
         loss.item()
+
+
+@pytest.mark.parametrize("answer, landed", [
+    ("t.to('cpu', non_blocking=True).numpy()", False),  # lesson 08's race: read before it landed
+    ("(lambda host: (torch.cuda.synchronize(), host.numpy())[1])(t.to('cpu', non_blocking=True))", True),
+    ("(lambda host: (torch.cuda.current_stream().synchronize(), host.numpy())[1])(t.to('cpu', non_blocking=True))", True),
+    ("(lambda host: (t.sum().item(), host.numpy())[1])(t.to('cpu', non_blocking=True))", True),  # a read waits too
+    ("t.to('cpu').numpy()", True),
+    ("torch.empty(4).copy_(t, non_blocking=True).numpy()", True),  # into pageable memory: there when it returns
+], ids=["non-blocking-unsynchronized", "synchronize", "stream-synchronize", "a-value-read", "blocking", "copy-into-host"])
+def test_a_non_blocking_copy_from_a_stand_in_lands_only_once_the_gpu_is_waited_for(answer, landed):
+    t = torch.arange(4.0).to("meta")
+    with meta_standing_for("cuda"):
+        found = eval(answer, {"torch": torch, "t": t})
+    assert numpy.array_equal(found, numpy.zeros(4)) is landed
