@@ -9,7 +9,7 @@ from unittest import mock
 import torch
 import torch.serialization
 from torch.utils import _pytree as pytree, weak
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 
 from . import simulate
 from .simulate import simulated_accelerator, standing_for, target_of_to
@@ -45,10 +45,16 @@ class MetaValues(TorchDispatchMode):
         result = func(*args, **kwargs)
         if any(_on_meta(each) for each in pytree.tree_leaves((args, kwargs, result))):
             try:
-                with torch.random.fork_rng(devices=[]):  # the CPU's draws stay the student's
-                    on_cpu, named = pytree.tree_map(lambda x: self.value(x) if _on_meta(x) else x, (args, kwargs))
+                # the CPU's draws, the student's own generators and CPU tensors stay as the operation left them
+                changes = func._schema.is_mutable
+                with torch.random.fork_rng(devices=[]):
+                    on_cpu, named = pytree.tree_map(lambda x: self.value(x) if _on_meta(x) else
+                                                    x.clone() if changes and isinstance(x, torch.Tensor) else x,
+                                                    (args, kwargs))
                     if isinstance(named.get("device"), torch.device) and named["device"].type == "meta":
                         named = {**named, "device": torch.device("cpu")}
+                    if isinstance(named.get("generator"), torch.Generator):
+                        named = {**named, "generator": torch.Generator().set_state(named["generator"].get_state())}
                     values = func(*on_cpu, **named)
             except Exception:  # noqa: BLE001: an operation the CPU does not run alike: no values, as before
                 return result
@@ -342,15 +348,21 @@ def _copied_to_the_cpu(device):
         return copied
 
     def copy_(tensor, source, non_blocking=False):
-        if on_meta(source) and not on_meta(tensor):  # into a host buffer (`host.copy_(t)`): pageable memory,
-            simulate.landed()  # which even a non-blocking copy fills before it returns
-            source = _zeros_as(source, _dtype_of(source)).detach()
-        return real["copy_"](tensor, source, non_blocking)
+        if not (on_meta(source) and not on_meta(tensor)):
+            return real["copy_"](tensor, source, non_blocking)
+        values = _zeros_as(source, _dtype_of(source)).detach()  # into a host buffer (`host.copy_(t)`)
+        if non_blocking and tensor in simulate._PINNED:  # page-locked: in flight, as a non-blocking `.to` is
+            real["copy_"](tensor, torch.full_like(values, float("nan") if values.is_floating_point() else 1))
+            simulate._IN_FLIGHT.append((tensor.detach(), values.to(_dtype_of(tensor))))
+            return tensor
+        simulate.landed()  # pageable memory, which even a non-blocking copy fills before it returns
+        return real["copy_"](tensor, values, non_blocking)
 
     def numpy(tensor, *, force=False):
         if not on_meta(tensor):
             return real["numpy"](tensor, force=force)
         if force:
+            simulate.landed()  # a blocking copy
             return _zeros_as(tensor, _dtype_of(tensor)).detach().numpy()
         raise TypeError(f"can't convert {device.type}:{device.index or 0} device type tensor to numpy. Use "
                         "Tensor.cpu() to copy the tensor to host memory first.")
@@ -369,8 +381,12 @@ def _copied_to_the_cpu(device):
 
 
 def _zeros_as(tensor, dtype):
-    zeros = torch.zeros(tuple(tensor.shape), dtype=dtype)
-    return zeros.requires_grad_() if tensor.requires_grad and zeros.is_floating_point() else zeros
+    """What a stand-in's copy to the CPU holds: what the call computed for it (MetaValues, where a checks.call runs
+    it: `assert torch.isfinite(loss)` holds), zeros for a tensor made before the call."""
+    values = next((mode.values.get(tensor) for mode in _get_current_dispatch_mode_stack()
+                   if isinstance(mode, MetaValues)), None)
+    copied = torch.zeros(tuple(tensor.shape), dtype=dtype) if values is None else values.detach().to(dtype, copy=True)
+    return copied.requires_grad_() if tensor.requires_grad and copied.is_floating_point() else copied
 
 
 def on_stand_in(device, function, *args, **kwargs):

@@ -16,7 +16,7 @@ The helpers live by what they inspect:
 """
 # `_fail` stays in this namespace: a submission that replaces `checks._fail` is one of the forgeries the
 # grader must catch (course/corpus/forgeries.toml); the other private helpers live only in their modules.
-from .core import call, _fail, KNOWN_ERRORS
+from .core import call, _fail, host_reads_fail_on_meta, KNOWN_ERRORS
 from .tensors import (assert_argument_kept, assert_batch_moved, assert_batch_unchanged, batch_items, assert_device,
     assert_device_choice, assert_draws_differ, assert_dtype, assert_grad_connected, assert_grad_left_off, assert_is,
     assert_leaf, assert_one_per_batch, assert_random, assert_requires_grad, assert_shape, assert_standard_normal, assert_tensor,

@@ -346,9 +346,44 @@ def test_a_number_read_from_a_meta_tensor_is_what_the_call_computed():
     ("(lambda host: (t.sum().item(), host.numpy())[1])(t.to('cpu', non_blocking=True))", True),  # a read waits too
     ("t.to('cpu').numpy()", True),
     ("torch.empty(4).copy_(t, non_blocking=True).numpy()", True),  # into pageable memory: there when it returns
-], ids=["non-blocking-unsynchronized", "synchronize", "stream-synchronize", "a-value-read", "blocking", "copy-into-host"])
+    ("torch.empty(4, pin_memory=True).copy_(t, non_blocking=True).numpy()", False),  # page-locked: in flight
+    ("torch.empty(4).pin_memory().copy_(t, non_blocking=True).numpy()", False),
+    ("(lambda host: (torch.cuda.synchronize(), host.numpy())[1])"
+     "(torch.empty(4, pin_memory=True).copy_(t, non_blocking=True))", True),
+    ("(lambda host, done: (done.record(), done.query(), host.numpy())[2])"
+     "(t.to('cpu', non_blocking=True), torch.cuda.Event())", True),  # polled until done
+], ids=["non-blocking-unsynchronized", "synchronize", "stream-synchronize", "a-value-read", "blocking", "copy-into-host",
+        "copy-into-pinned-factory", "copy-into-pinned-memory", "copy-into-pinned-then-synchronize", "event-query"])
 def test_a_non_blocking_copy_from_a_stand_in_lands_only_once_the_gpu_is_waited_for(answer, landed):
     t = torch.arange(4.0).to("meta")
     with meta_standing_for("cuda"):
         found = eval(answer, {"torch": torch, "t": t})
     assert numpy.array_equal(found, numpy.zeros(4)) is landed
+
+
+def test_computed_values_leave_the_students_generators_and_cpu_tensors_as_the_operation_did():
+    """MetaValues runs each operation on CPU values too: a generator of the student's draws once (the CPU copy
+    draws from a copy of it), and a CPU tensor that an in-place operation with a meta one leaves as it was (PyTorch
+    writes nothing there) stays so."""
+    from autograder.probes import MetaValues
+
+    drawn, kept = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
+    total = torch.tensor(1.0)
+    with MetaValues():
+        torch.empty(3, device="meta").uniform_(generator=drawn)
+        total.add_(torch.ones((), device="meta"))
+    torch.empty(3, device="meta").uniform_(generator=kept)
+    assert torch.equal(torch.rand(2, generator=drawn), torch.rand(2, generator=kept)) and total.item() == 1.0
+
+
+def test_a_stand_ins_copy_to_the_cpu_holds_what_the_call_computed():
+    """The second reader of attack-10's fixes: on the meta device standing in for a GPU, `assert torch.isfinite(loss)`
+    read zeros (False) although the loss the call computed is finite."""
+    from autograder.probes import MetaValues
+
+    model, given = nn.Linear(4, 3).to("meta"), torch.ones(2, device="meta")
+    with meta_standing_for("cuda"), MetaValues():
+        loss = nn.MSELoss()(model(torch.ones(2, 4, device="meta")), torch.ones(2, 3, device="meta"))
+        assert torch.isfinite(loss) and loss.item() == 1.0  # a zero model against ones
+        assert numpy.array_equal(torch.ones(2, device="meta").cpu().numpy(), numpy.ones(2))  # made in the call
+        assert numpy.array_equal(given.cpu().numpy(), numpy.zeros(2))  # made before it: zeros
