@@ -317,5 +317,5 @@ def test_pinned_memory_is_the_simulated_machines_whatever_the_graders(pin, grade
             make()
         if pin == "factory" and grader is None and torch.accelerator.is_available():
             return
-        with simulated_machine(STUDENTS_MACHINE), pytest.raises(RuntimeError, match="accelerator"):
+        with simulated_machine(STUDENTS_MACHINE), pytest.raises(RuntimeError):  # PyTorch's words differ by build
             make()
