@@ -339,10 +339,7 @@ def _copied_to_the_cpu(device):
             return real["to"](tensor, *args, **kwargs)
         copied = _zeros_as(tensor, dtype or _dtype_of(tensor))
         if kwargs.get("non_blocking") or next((flag for flag in args if isinstance(flag, bool)), False):
-            # in flight until the GPU's queue is waited for: what is there before then is not the tensor's
-            values = copied.detach().clone()
-            torch._C.TensorBase.fill_(copied.detach(), float("nan") if copied.is_floating_point() else 1)
-            simulate._IN_FLIGHT.append((copied.detach(), values))
+            simulate.in_flight(copied.detach(), copied.detach().clone())  # until the GPU's queue is waited for
         else:
             simulate.landed()
         return copied
@@ -352,8 +349,7 @@ def _copied_to_the_cpu(device):
             return real["copy_"](tensor, source, non_blocking)
         values = _zeros_as(source, _dtype_of(source)).detach()  # into a host buffer (`host.copy_(t)`)
         if non_blocking and tensor in simulate._PINNED:  # page-locked: in flight, as a non-blocking `.to` is
-            real["copy_"](tensor, torch.full_like(values, float("nan") if values.is_floating_point() else 1))
-            simulate._IN_FLIGHT.append((tensor.detach(), values.to(_dtype_of(tensor))))
+            simulate.in_flight(tensor.detach(), values.to(_dtype_of(tensor)))
             return tensor
         simulate.landed()  # pageable memory, which even a non-blocking copy fills before it returns
         return real["copy_"](tensor, values, non_blocking)

@@ -319,3 +319,19 @@ def test_pinned_memory_is_the_simulated_machines_whatever_the_graders(pin, grade
             return
         with simulated_machine(STUDENTS_MACHINE), pytest.raises(RuntimeError):  # PyTorch's words differ by build
             make()
+
+
+def test_a_pinning_factory_kept_past_the_simulation_is_pytorchs_own():
+    """A factory a cell kept while a GPU was simulated (`zeros = torch.zeros`), called after it: PyTorch's own
+    `pin_memory=True`, which pins where the machine can and refuses where it cannot, as it would without a
+    simulation."""
+    with simulated_accelerator("cuda"):
+        kept = torch.zeros
+    if torch.accelerator.is_available():
+        assert kept(2, pin_memory=True).is_pinned()
+    else:
+        with pytest.raises(RuntimeError, match="pin_memory=True requires|NVIDIA driver") as refused:
+            kept(2, pin_memory=True)
+        with pytest.raises(RuntimeError) as real:
+            torch.zeros(2, pin_memory=True)
+        assert str(refused.value) == str(real.value)
