@@ -4,6 +4,8 @@ Kept free of nbgrader imports: it runs inside each kernel, where every import co
 """
 from os import uname as _KERNELS_UNAME  # bound before any simulation (_architecture)
 
+from .linux import PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+
 
 # The limits of every process that runs a submission, each number written once: the defaults of the course's
 # settings (GradingKernelManager.memory_bytes and .cpu_seconds, DecideGrades' limits follow them, and
@@ -114,7 +116,8 @@ def refuse_tracing():
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
 
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(22, 2, ctypes.byref(Program(len(program) // 8, program)), 0, 0) != 0:  # PR_SET_SECCOMP, FILTER
+    fprog = ctypes.byref(Program(len(program) // 8, program))
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fprog, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "installing the seccomp filter failed")
 
 
@@ -168,7 +171,7 @@ def confine(writable, devices=("/dev",)) -> int:
                     raise OSError(ctypes.get_errno(), f"a Landlock rule for {path} failed")
             finally:
                 os.close(folder)
-        if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "no_new_privs failed")
         if libc.syscall(LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
             raise OSError(ctypes.get_errno(), "restricting this process with Landlock failed")

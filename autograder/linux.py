@@ -3,6 +3,16 @@
 import os
 import resource
 
+# prctl(2) options (linux/prctl.h), and seccomp's filter mode (linux/seccomp.h)
+PR_SET_DUMPABLE = 4
+PR_CAP_AMBIENT_CLEAR_ALL = 4  # an argument of PR_CAP_AMBIENT
+PR_SET_SECCOMP = 22
+PR_CAPBSET_DROP = 24
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT = 47
+SECCOMP_MODE_FILTER = 2
+
 
 def close_all_but(kept=()):
     """Close every descriptor of this process but 0, 1, 2 and `kept`. Exact: the descriptors are those

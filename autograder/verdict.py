@@ -58,7 +58,7 @@ import torch
 from . import slicing
 from .diagnostics import diagnosis, render
 from .kernel import PAUSED_RECORD
-from .linux import close_all_but
+from .linux import PR_SET_DUMPABLE, close_all_but
 from . import program
 from .program import STUDENTS_MACHINE
 from .simulate import questions, simulated_accelerator, simulated_machine
@@ -581,7 +581,7 @@ def _test(cell, namespace) -> dict:
 def _not_dumpable():
     """No process of the sandbox may open this one's descriptors through /proc or ptrace it."""
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     except (OSError, AttributeError):
         pass
 

@@ -59,7 +59,8 @@ import time
 import traceback
 
 from autograder.kernel import refuse_tracing
-from autograder.linux import close_all_but
+from autograder.linux import (PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER,
+                              PR_SET_NO_NEW_PRIVS, close_all_but)
 
 from . import cgroups, sandbox
 from .sandbox import SandboxedProvisioner
@@ -71,8 +72,6 @@ NAME = "course-forked-provisioner"
 # cgroup is not charged for them: a sandbox's memory limit must be well above that (tests/system/test_sandbox.py).
 PRELOADED = ("torch", "torch.nn", "torch.optim", "torch._dynamo", "numpy", "ipykernel.kernelapp",
              "autograder.checks", "autograder.kernel", "autograder.probes", "autograder.simulate")
-_PR_SET_CHILD_SUBREAPER = 36
-_PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
 _CLONE_NEWNS, _CLONE_NEWCGROUP, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x20000, 0x2000000, 0x4000000, 0x8000000
 _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 _NAMESPACES = (_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS
@@ -175,7 +174,7 @@ class ForkServer:
 
     def __init__(self, python, env):
         libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
         ours, theirs = socket.socketpair()
         # the server's environment is the kernels' (clean in a sandbox): a forked kernel inherits the
@@ -329,9 +328,9 @@ def _drop_privileges():
     libc = ctypes.CDLL(None, use_errno=True)
     with open("/proc/sys/kernel/cap_last_cap") as last:
         for capability in range(int(last.read()) + 1):
-            if libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
+            if libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
                 raise OSError(ctypes.get_errno(), "PR_CAPBSET_DROP failed")
-    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 
     class Header(ctypes.Structure):
         _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
@@ -342,7 +341,7 @@ def _drop_privileges():
 
     if libc.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()) != 0:  # _LINUX_CAPABILITY_VERSION_3
         raise OSError(ctypes.get_errno(), "capset failed")
-    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS failed")
     with open("/proc/self/status") as status:
         left = [line for line in status if line.startswith(("CapPrm", "CapEff", "CapBnd", "CapAmb"))
