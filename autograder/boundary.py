@@ -69,7 +69,7 @@ from torch import nn
 from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
 from .checks.core import GRAD_FN_NAME
-from .checks.tensors import _reaches
+from .checks.tensors import reaches
 from . import integrity
 from .devices import has_data
 from .probes import TransferCounter
@@ -753,7 +753,7 @@ def encode(value, known, payloads, sent=None, depth=0):
             return memo[id(value)][1]
         payloads.append(_TENSOR_CLONE(_TENSOR_DETACH(value)))  # PyTorch's C methods: Tensor's a cell can replace
         sources = [i for i, arg in enumerate(known.objects)
-                   if isinstance(arg, torch.Tensor) and arg.requires_grad and _reaches(value.grad_fn, arg)]
+                   if isinstance(arg, torch.Tensor) and arg.requires_grad and reaches(value.grad_fn, arg)]
         node = {"kind": "tensor", "payload": len(payloads) - 1, "same": known.index(value),
                 "parameter": type(value) is torch.nn.Parameter, "requires_grad": value.requires_grad,
                 "leaf": value.is_leaf, "sources": sources, "grad_fn": _STR(type(value.grad_fn).__name__)}

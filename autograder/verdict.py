@@ -313,8 +313,9 @@ def _caller(started, namespace, writer, names, again=(), clock=None):
 
         names = sorted({*names, *_bind_solutions(namespace, started["solutions"])})
         students = [namespace[name] for name in names]
-        core.boundary = boundary.Recorder(writer, students)
-        core.boundary.send_names(names)
+        recorder = boundary.Recorder(writer, students)
+        core.use_boundary(recorder)
+        recorder.send_names(names)
         boundary.same_draws(started["seed"])
         loop = asyncio.new_event_loop()  # the program's own shared its selector with the program
         asyncio.set_event_loop(loop)
@@ -548,7 +549,7 @@ def _judge(cell, namespace, writer, calls, seed):
             boundary.same_draws(seed)
             judged = _judged(namespace, names)
             judged[slicing.GUARD] = boundary.judge_only
-            core.boundary = boundary.Judge(calls, [judged[name] for name in names if name in judged])
+            core.use_boundary(boundary.Judge(calls, [judged[name] for name in names if name in judged]))
             with simulated_machine(STUDENTS_MACHINE):  # the same grade on every grader, a GPU's too
                 result = _test(cell, judged)
         os.write(writer, json.dumps(result).encode()[:RESULT_LIMIT])

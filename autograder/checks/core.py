@@ -42,9 +42,16 @@ def _fail(key, **fields):
     raise diagnostic(key, **fields)
 
 
-# Set in a sealed test cell of the verdict (autograder/boundary.py): there a student's function runs in
-# another process than the checks, and `call` returns what that process sent back, rebuilt from data.
+# The verdict's side of the boundary (autograder/boundary.py), where a sealed test cell runs (`use_boundary`):
+# there a student's function runs in another process than the checks, and `call` returns what that process
+# sent back, rebuilt from data. None: `call` runs the function here (`run_here`).
 boundary = None
+
+
+def use_boundary(side):
+    """`call` goes through `side` (a boundary.Recorder in the verdict's caller, a boundary.Judge in its judge)."""
+    global boundary
+    boundary = side
 # where a tensor rebuilt there keeps the caller's name of its grad_fn, for a diagnostic (_grad_fn_name)
 GRAD_FN_NAME = "course_grad_fn_name"
 
@@ -61,11 +68,12 @@ def call(what, function, *args, then=None, **kwargs):
     """
     __tracebackhide__ = True
     if boundary is not None:
-        return boundary.call(what, function, args, kwargs, then, _run)
-    return _run(what, function, args, kwargs, then)
+        return boundary.call(what, function, args, kwargs, then, run_here)
+    return run_here(what, function, args, kwargs, then)
 
 
-def _run(what, function, args, kwargs, then):
+def run_here(what, function, args, kwargs, then):
+    """`call` in this process: what a boundary's side runs where the student's function is."""
     __tracebackhide__ = True
     integrity.verify(what)
     try:

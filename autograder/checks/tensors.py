@@ -204,12 +204,12 @@ def assert_grad_connected(t, source, what):
     assert_tensor(t, what)
     if t is source:
         return
-    if not _reaches(t.grad_fn, source):
+    if not reaches(t.grad_fn, source):
         _fail("grad_disconnected", what=what, requires_grad=t.requires_grad,
               grad_fn=_grad_fn_name(t))
 
 
-def _reaches(node, source) -> bool:
+def reaches(node, source) -> bool:
     """Whether the autograd graph from `node` leads to `source`: its `grad_fn`, or its leaf accumulator."""
     pending, seen = [node], set()
     while pending:

@@ -39,8 +39,8 @@ def sealed(pipe, function, *args, then=None, judged=None):
     judge's own arguments, equal to the caller's (a deep copy of them unless given)."""
     reader, writer = pipe
     judged = copy.deepcopy(args) if judged is None else judged
-    boundary.Recorder(writer).call("f(...)", function, args, {}, then, core._run)
-    return boundary.Judge(reader).call("f(...)", function, judged, {}, then, core._run)
+    boundary.Recorder(writer).call("f(...)", function, args, {}, then, core.run_here)
+    return boundary.Judge(reader).call("f(...)", function, judged, {}, then, core.run_here)
 
 
 @pytest.mark.parametrize("value", [None, True, 3, 2.5, "text", torch.device("meta"), torch.bfloat16],
@@ -399,7 +399,7 @@ def test_a_forged_state_of_an_argument_fails_the_call(pipe, state, broken):
         module[state] = [broken]
     os.write(writer, forged(report))
     with pytest.raises(AssertionError) as failure:
-        boundary.Judge(reader).call("f()", None, (model,), {}, None, core._run)
+        boundary.Judge(reader).call("f()", None, (model,), {}, None, core.run_here)
     assert failure.value.course_key == "verdict_call_unreadable" and failure.value.course_fields["what"] == "f()"
     assert model._parameters == before and model.training  # nothing written
 
@@ -438,9 +438,9 @@ def test_the_error_the_callers_function_raised_is_the_cause_of_the_judges_diagno
 
     reader, writer = pipe
     with pytest.raises(AssertionError):
-        boundary.Recorder(writer).call("f(t)", on_meta, (torch.ones(2),), {}, None, core._run)
+        boundary.Recorder(writer).call("f(t)", on_meta, (torch.ones(2),), {}, None, core.run_here)
     with pytest.raises(AssertionError) as failure:
-        boundary.Judge(reader).call("f(t)", on_meta, (torch.ones(2),), {}, None, core._run)
+        boundary.Judge(reader).call("f(t)", on_meta, (torch.ones(2),), {}, None, core.run_here)
     assert "Cannot copy out of meta tensor" in str(failure.value.__cause__)
 
 
@@ -493,9 +493,9 @@ def test_a_transfer_counter_around_a_call_counts_what_the_callers_counter_saw(pi
     reader, writer = pipe
     tensors = [torch.ones(2) for _ in range(3)]
     with count_transfers() as caller:
-        boundary.Recorder(writer).call("f()", function, (tensors,), {}, None, core._run)
+        boundary.Recorder(writer).call("f()", function, (tensors,), {}, None, core.run_here)
     with count_transfers() as judge:
-        moved = boundary.Judge(reader).call("f()", function, (copy.deepcopy(tensors),), {}, None, core._run)
+        moved = boundary.Judge(reader).call("f()", function, (copy.deepcopy(tensors),), {}, None, core.run_here)
     assert caller.transfers == judge.transfers == transfers
     checks.assert_transfers(judge, transfers, "f()", result=moved)
 
@@ -511,9 +511,9 @@ def test_a_result_made_out_of_the_callers_sight_is_unseen_by_the_judges_counter(
 
     reader, writer = pipe
     with count_transfers():
-        boundary.Recorder(writer).call("f()", hidden, (torch.ones(2),), {}, None, core._run)
+        boundary.Recorder(writer).call("f()", hidden, (torch.ones(2),), {}, None, core.run_here)
     with count_transfers() as judge:
-        moved = boundary.Judge(reader).call("f()", hidden, (torch.ones(2),), {}, None, core._run)
+        moved = boundary.Judge(reader).call("f()", hidden, (torch.ones(2),), {}, None, core.run_here)
     with pytest.raises(AssertionError) as failure:
         checks.assert_transfers(judge, 1, "f()", result=moved)
     assert failure.value.course_key == "transfer_unseen"
@@ -538,12 +538,12 @@ def test_only_a_call_that_involves_the_students_code_crosses(pipe):
 
     recorder, judge = boundary.Recorder(writer, [make_sampler]), boundary.Judge(reader, [stub])
     for side in (recorder, judge):  # nothing sent: the judge's next read is the student's call
-        assert side.call("len()", len, ([1, 2],), {}, None, core._run) == 2
-        assert side.call("total()", total, ([1, 2],), {}, None, core._run) == 3
-    sampler = recorder.call("make_sampler()", make_sampler, (), {}, None, core._run)
-    recorder.call("list(sampler)", list, (sampler,), {}, None, core._run)
-    stand_in = judge.call("make_sampler()", stub, (), {}, None, core._run)
-    assert judge.call("list(sampler)", list, (stand_in,), {}, None, core._run) == [2, 0, 1]
+        assert side.call("len()", len, ([1, 2],), {}, None, core.run_here) == 2
+        assert side.call("total()", total, ([1, 2],), {}, None, core.run_here) == 3
+    sampler = recorder.call("make_sampler()", make_sampler, (), {}, None, core.run_here)
+    recorder.call("list(sampler)", list, (sampler,), {}, None, core.run_here)
+    stand_in = judge.call("make_sampler()", stub, (), {}, None, core.run_here)
+    assert judge.call("list(sampler)", list, (stand_in,), {}, None, core.run_here) == [2, 0, 1]
 
 
 def test_a_call_on_a_mapping_of_the_students_class_that_a_call_returned_crosses(pipe):
@@ -557,11 +557,11 @@ def test_a_call_on_a_mapping_of_the_students_class_that_a_call_returned_crosses(
         raise AssertionError("the judge never calls the student's function")
 
     recorder, judge = boundary.Recorder(writer, [make_options]), boundary.Judge(reader, [stub])
-    options = recorder.call("make_options()", make_options, (), {}, None, core._run)
-    assert recorder.call("len(options)", len, (options,), {}, None, core._run) == 1
+    options = recorder.call("make_options()", make_options, (), {}, None, core.run_here)
+    assert recorder.call("len(options)", len, (options,), {}, None, core.run_here) == 1
     os.close(writer)  # what the caller did not send, the judge finds lost
-    stand_in = judge.call("make_options()", stub, (), {}, None, core._run)
-    assert judge.call("len(options)", len, (stand_in,), {}, None, core._run) == 1
+    stand_in = judge.call("make_options()", stub, (), {}, None, core.run_here)
+    assert judge.call("len(options)", len, (stand_in,), {}, None, core.run_here) == 1
 
 
 def test_a_module_that_carries_the_students_hooks_runs_in_the_caller(pipe, monkeypatch):
@@ -615,18 +615,18 @@ def test_a_module_of_the_students_class_is_a_stand_in_whose_calls_cross(pipe, ac
 
     recorder, judge = boundary.Recorder(writer, [Masked]), boundary.Judge(reader, [stub])
     mask = torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
-    layer = recorder.call("Masked(mask)", Masked, (mask,), {}, None, core._run)
-    recorder.call("layer(x)", layer, (torch.ones(1, 3),), {}, None, core._run)
-    recorder.call("layer.to(device)", layer.to, (accelerator,), {}, None, core._run)
+    layer = recorder.call("Masked(mask)", Masked, (mask,), {}, None, core.run_here)
+    recorder.call("layer(x)", layer, (torch.ones(1, 3),), {}, None, core.run_here)
+    recorder.call("layer.to(device)", layer.to, (accelerator,), {}, None, core.run_here)
     judged_mask = mask.clone()
-    stand_in = judge.call("Masked(mask)", stub, (judged_mask,), {}, None, core._run)
+    stand_in = judge.call("Masked(mask)", stub, (judged_mask,), {}, None, core.run_here)
     assert type(stand_in).__name__ == "Masked" and isinstance(stand_in, torch.nn.Module)
     assert stand_in.mask is stand_in._buffers["_mask"] is judged_mask  # the property's value, the same tensor
     assert stand_in._non_persistent_buffers_set == {"_mask"} and stand_in.scale == 2.0
     checks.assert_fixed_tensor(stand_in, "mask", "Masked(mask)")
-    out = judge.call("layer(x)", stand_in, (torch.ones(1, 3),), {}, None, core._run)  # ran in the caller
+    out = judge.call("layer(x)", stand_in, (torch.ones(1, 3),), {}, None, core.run_here)  # ran in the caller
     assert torch.equal(out, torch.tensor([[4.0, 4.0]]))
-    assert judge.call("layer.to(device)", stand_in.to, (accelerator,), {}, None, core._run) is stand_in
+    assert judge.call("layer.to(device)", stand_in.to, (accelerator,), {}, None, core.run_here) is stand_in
     checks.assert_module_on(stand_in, accelerator, "layer.to(device)")
 
 
@@ -652,7 +652,7 @@ def test_a_result_nested_as_deep_as_the_limit_comes_back_and_no_deeper(pipe, wra
         result = wrap(result)
     assert sealed(pipe, lambda: result) == result
     with pytest.raises(RecursionError):  # the caller sends nothing: the judge's call is lost
-        boundary.Recorder(pipe[1]).call("f()", lambda: wrap(result), (), {}, None, core._run)
+        boundary.Recorder(pipe[1]).call("f()", lambda: wrap(result), (), {}, None, core.run_here)
 
 
 def test_a_tensor_computed_in_the_call_from_none_of_its_arguments_still_requires_grad(pipe):
@@ -668,9 +668,9 @@ def test_a_failed_calls_diagnostic_is_the_judges_own(pipe):
 
     reader, writer = pipe
     with pytest.raises(AssertionError):
-        boundary.Recorder(writer).call("f()", unanswered, (), {}, None, core._run)
+        boundary.Recorder(writer).call("f()", unanswered, (), {}, None, core.run_here)
     with pytest.raises(AssertionError) as failure:
-        boundary.Judge(reader).call("f()", unanswered, (), {}, None, core._run)
+        boundary.Judge(reader).call("f()", unanswered, (), {}, None, core.run_here)
     assert failure.value.course_key == "not_answered" and failure.value.course_fields == {"what": "f()"}
 
 
@@ -705,7 +705,7 @@ def test_tampering_seen_in_the_caller_is_the_judges_diagnostic_naming_only_watch
     with pytest.raises(AssertionError):
         boundary.Recorder(writer).call("f()", None, (), {}, None, tampered)
     with pytest.raises(AssertionError) as failure:
-        boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
+        boundary.Judge(reader).call("f()", None, (), {}, None, core.run_here)
     assert failure.value.course_key == "tampering" and failure.value.course_fields == {"what": "f()", "names": shown}
 
 
@@ -720,7 +720,7 @@ def test_a_raised_error_crosses_with_the_source_lines_of_its_innermost_frames_on
     innermost ones are where the student's mistake is; the outer ones, the test's, do not cross."""
     reader, writer = pipe
     with pytest.raises(AssertionError):
-        boundary.Recorder(writer).call("f(20)", recursing, (20,), {}, None, core._run)
+        boundary.Recorder(writer).call("f(20)", recursing, (20,), {}, None, core.run_here)
     lines = boundary.read_frame(reader)["failed"]["lines"]
     assert lines == ['raise ValueError("the innermost frame")', *["return recursing(depth - 1)"] * 7]
 
@@ -730,7 +730,7 @@ def test_the_judge_shows_no_more_source_lines_than_an_honest_caller_sends(pipe):
     lines = [f"line_{i} = {i}" for i in range(20)]
     os.write(writer, forged({"what": "f()", "failed": {"kinds": ["ValueError"], "cause": "", "lines": lines}}))
     with pytest.raises(AssertionError) as failure:
-        boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
+        boundary.Judge(reader).call("f()", None, (), {}, None, core.run_here)
     assert failure.value.course_fields["lines"].splitlines() == lines[:8]
 
 
@@ -782,9 +782,9 @@ def test_the_report_is_sent_whatever_a_cell_replaced_of_torch_save(pipe, monkeyp
     for owner, name in [(torch, "save"), (torch.serialization, "_check_dill_version"), (torch.serialization, "_save"),
                         (pickle, "Pickler"), (torch.Tensor, "__reduce_ex__"), (torch.Tensor, "__torch_function__")]:
         monkeypatch.setattr(owner, name, rewrite)
-    boundary.Recorder(writer).call("f()", lambda: torch.arange(3.0), (), {}, None, core._run)
+    boundary.Recorder(writer).call("f()", lambda: torch.arange(3.0), (), {}, None, core.run_here)
     monkeypatch.undo()
-    back = boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
+    back = boundary.Judge(reader).call("f()", None, (), {}, None, core.run_here)
     assert torch.equal(back, torch.arange(3.0))
 
 
@@ -801,7 +801,7 @@ def test_a_payload_that_is_not_a_tensors_bytes_fails_the_call(pipe, payload):
                                                        "grad_fn": "NoneType"},
                              "payloads": [payload], "held": [], "counters": [], "files": [], "carrying": []}))
     with pytest.raises(AssertionError) as failure:
-        boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
+        boundary.Judge(reader).call("f()", None, (), {}, None, core.run_here)
     assert failure.value.course_key == "verdict_call_unreadable" and failure.value.course_fields["what"] == "f()"
 
 
@@ -824,7 +824,7 @@ def test_whatever_else_the_caller_sends_fails_the_call(pipe, sent, tmp_path, mon
     os.write(writer, sent)
     os.close(writer)
     with pytest.raises(AssertionError) as failure:
-        boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
+        boundary.Judge(reader).call("f()", None, (), {}, None, core.run_here)
     assert failure.value.course_key in ("verdict_call_lost", "verdict_call_unreadable")
     assert failure.value.course_fields["what"] == "f()"  # the judge's own label
     assert not (tmp_path / "planted").exists()
@@ -832,9 +832,9 @@ def test_whatever_else_the_caller_sends_fails_the_call(pipe, sent, tmp_path, mon
 
 def test_a_result_for_another_call_fails_the_call(pipe):
     reader, writer = pipe
-    boundary.Recorder(writer).call("g()", lambda: 1, (), {}, None, core._run)
+    boundary.Recorder(writer).call("g()", lambda: 1, (), {}, None, core.run_here)
     with pytest.raises(AssertionError) as failure:
-        boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
+        boundary.Judge(reader).call("f()", None, (), {}, None, core.run_here)
     assert failure.value.course_key == "verdict_call_unreadable" and failure.value.course_fields["what"] == "f()"
 
 
@@ -842,7 +842,7 @@ def test_a_result_of_an_unknown_kind_fails_the_call(pipe):
     reader, writer = pipe
     os.write(writer, forged({"what": "f()", "result": {"kind": "function", "value": "os.system"}, "payloads": [],
                              "held": [], "counters": [], "files": [], "carrying": []}))
-    back = boundary.Judge(reader).call("f()", None, (), {}, None, core._run)
+    back = boundary.Judge(reader).call("f()", None, (), {}, None, core.run_here)
     assert type(back).__module__ == boundary.__name__  # an opaque stand-in, which no check accepts
     with pytest.raises(AssertionError):
         checks.assert_tensor(back, "f()")
@@ -943,8 +943,8 @@ def test_a_signal_handler_of_the_students_never_runs_while_the_report_is_made(pi
     previous = signal.signal(signal.SIGALRM, handler)
     try:
         for _ in range(3):
-            boundary.Recorder(writer).call("f()", answer, (), {}, None, core._run)
-            assert len(boundary.Judge(reader).call("f()", None, (), {}, None, core._run)) == 200
+            boundary.Recorder(writer).call("f()", answer, (), {}, None, core.run_here)
+            assert len(boundary.Judge(reader).call("f()", None, (), {}, None, core.run_here)) == 200
             assert signal.getsignal(signal.SIGALRM) is handler and gc.isenabled()
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -958,9 +958,9 @@ def test_a_call_that_stays_on_its_side_runs_then_and_labels_its_error(pipe, side
     it is, `then` included, and an error it raises is labelled with the test's call."""
     reader, writer = pipe
     made = boundary.Recorder(writer, students=[]) if side == "caller" else boundary.Judge(reader, students=[])
-    assert made.call("len(x)", len, ([1, 2],), {}, lambda result, *args: result * 10, core._run) == 20
+    assert made.call("len(x)", len, ([1, 2],), {}, lambda result, *args: result * 10, core.run_here) == 20
     with pytest.raises(AssertionError) as failure:
-        made.call("int('x')", int, ("x",), {}, None, core._run)
+        made.call("int('x')", int, ("x",), {}, None, core.run_here)
     assert failure.value.course_fields["what"] == "int('x')"
 
 
@@ -1069,5 +1069,5 @@ def test_an_object_the_judge_holds_as_a_stand_in_is_one_wherever_the_result_hold
     _, writer = pipe
     recorder = boundary.Recorder(writer)  # every call crosses
     in_list, as_key, as_value = Opaque(), Opaque(), Opaque()
-    recorder.call("f()", lambda: [in_list, {as_key: as_value}], (), {}, None, core._run)
+    recorder.call("f()", lambda: [in_list, {as_key: as_value}], (), {}, None, core.run_here)
     assert all(recorder.opaque(value) for value in (in_list, as_key, as_value))
