@@ -64,10 +64,10 @@ def test_a_python_without_torch_is_refused(tmp_path, capsys):
     assert not (tmp_path / "out" / "venv").exists()
 
 
-@pytest.mark.parametrize("version, python, refused", [("2.3.1+cu121", "3.11.9", "Python 3.11.9 torch 2.3.1+cu121 is older than the course's minimum, 2.4"),
+@pytest.mark.parametrize("version, python, refused", [("2.10.0+cu128", "3.11.9", "Python 3.11.9 torch 2.10.0+cu128 is older than the course's minimum, 2.11"),
                                                       ("2.11.0+cu130", "3.10.12", "Python 3.10.12 is older than the course's minimum, 3.11"),
                                                       ("2.11.0+cu130", "3.12.3", None),
-                                                      ("2.4.0", "3.11.0", None)])
+                                                      ("2.11.0", "3.11.0", None)])
 def test_refuses_below_the_course_minimum(tmp_path, capsys, monkeypatch, version, python, refused):
     monkeypatch.delenv("COURSE_REQUIRE_CUDA", raising=False)
     claimed = json.dumps({**gpu_check.asdict(NO_GPU), "version": version, "python": python})
