@@ -25,8 +25,9 @@ from nbgrader.api import Gradebook
 from course import classroom, settings
 from support.services import jupyter
 
-# what the pages keep of a submission's outputs and markdown, which no PyTorch build changes: .ci/run runs it once
-pytestmark = pytest.mark.build_independent
+# what the pages keep of a submission's outputs and markdown, which no PyTorch build changes: .ci/run runs it once,
+# under the CUDA build, whose run is the shorter without it (as test_instructor_workflow.py)
+pytestmark = pytest.mark.ci_cuda_build_only
 
 ASSIGNMENT = "a1_tensor_to"
 WRITTEN = "written_to_vs_module"
