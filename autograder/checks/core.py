@@ -52,6 +52,8 @@ def use_boundary(side):
     """`call` goes through `side` (a boundary.Recorder in the verdict's caller, a boundary.Judge in its judge)."""
     global boundary
     boundary = side
+
+
 # where a tensor rebuilt there keeps the caller's name of its grad_fn, for a diagnostic (_grad_fn_name)
 GRAD_FN_NAME = "course_grad_fn_name"
 

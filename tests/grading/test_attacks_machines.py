@@ -42,7 +42,7 @@ def packable(entry) -> bool:
 def notebooks(entries) -> dict[str, tuple]:
     """id → the ids of the entries graded in its notebook. The packable right answers share notebooks, at most one
     answer per solution cell, as the answer corpora's `styles-k` students do: a verdict costs about a second, and
-    these are half the corpus. Every other entry has a notebook of its own."""
+    these are two fifths of the corpus. Every other entry has a notebook of its own."""
     shared = []  # (assignment, the solution cells rewritten, ids)
     for entry in filter(packable, entries):
         cell = next(iter(entry["replace"]))
