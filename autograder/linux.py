@@ -1,5 +1,6 @@
-"""Process hygiene on Linux shared by the verdict (autograder/verdict.py) and the fork server
-(course/kernels/forkserver.py), before either runs code a student wrote."""
+"""Process hygiene on Linux shared by the verdict (autograder/verdict.py), the grading kernel's hardening
+(autograder/kernel.py) and the fork server (course/kernels/forkserver.py), before any of them runs code a
+student wrote."""
 import os
 import resource
 
