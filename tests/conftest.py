@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from support.graders import runs_under_its_demo_build
 from support.paths import BIN
 from support.services import CHROMIUM_FLAGS, chromium
 
@@ -16,10 +17,24 @@ TIERS = ("unit", "grading", "system")  # tests/unit/, tests/grading/, tests/syst
 
 
 def pytest_collection_modifyitems(items):
-    """Each test is marked with its folder's tier, so `pytest -m unit` (`make test-fast`) is tests/unit/."""
+    """Each test is marked with its folder's tier, so `pytest -m unit` (`make test-fast`) is tests/unit/; a test that
+    reads a demo class must run under the build .ci/run grades that class under (`one_demo_build`)."""
     for item in items:
         if item.path.parent.name in TIERS:
             item.add_marker(item.path.parent.name)
+        if "demo" in getattr(item, "fixturenames", ()):
+            one_demo_build(item)
+
+
+def one_demo_build(item):
+    """A test that reads a demo class without its build's mark would grade that class again under the other build
+    in CI (support/graders.py)."""
+    callspec = getattr(item, "callspec", None)
+    if not runs_under_its_demo_build({mark.name for mark in item.iter_markers()},
+                                     callspec.params.get("assignment") if callspec else None):
+        raise pytest.UsageError(
+            f"{item.nodeid} reads a demo class: mark it to run under that class's build (support/graders.py)\n"
+            f"{item.nodeid} 读取演示班级：请标记它只在该班级的构建下运行（support/graders.py）")
 
 
 @pytest.fixture(params=grading_devices(), ids=str)

@@ -1,9 +1,14 @@
 """A notebook read in the 繁體 view (course/authoring/monolingual.py) is graded by the real `nbgrader autograde`
 as the bilingual release is. The views' text itself is tests/unit/test_views.py."""
 import nbformat
+import pytest
 
 from course import classroom, settings
 from course.authoring.monolingual import monolingual
+
+# the views' text, graded as the bilingual release's is (whose grades under each build the attack corpora and every
+# solution's verdict check); no PyTorch build changes a view: .ci/run runs it once
+pytestmark = pytest.mark.build_independent
 
 
 def test_a_solved_notebook_viewed_in_traditional_chinese_is_still_gradable(course_folder):

@@ -14,12 +14,15 @@ import pytest
 from course import classroom
 from course.classroom import natural_order
 from course.plugins.feedback import HideHiddenTests
+from support.graders import under_its_demo_build
 from support.messages import shows
 from support.notebooks import hidden_lines
 
 ASSIGNMENTS = sorted(path.name for path in (classroom.ROOT / "source").iterdir() if path.is_dir())
 CORPUS = {assignment: classroom.load_corpus(assignment) for assignment in ASSIGNMENTS}
 STUDENTS = {assignment: classroom.students_from_corpus(CORPUS[assignment]) for assignment in ASSIGNMENTS}
+# each assignment's demo class, graded under the one build .ci/run grades it under (support/graders.py)
+GRADED = [under_its_demo_build(assignment) for assignment in ASSIGNMENTS]
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
@@ -34,28 +37,28 @@ def test_corpus_covers_every_exercise_with_three_mistakes_and_two_styles(assignm
     assert all(a.diagnostic for a in corpus if not a.correct)
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", GRADED)
 def test_solution_earns_every_point(demo, assignment):
     assert demo(assignment).graded.scores["solution"] == classroom.max_points(assignment)
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", GRADED)
 def test_untouched_release_earns_nothing(demo, assignment):
     run = demo(assignment)
     assert run.graded.scores["untouched"] == dict.fromkeys(classroom.max_points(assignment), 0)
     assert all(shows(shown, "not_answered") for shown in run.graded.diagnostics("untouched").values())
 
 
-@pytest.mark.parametrize("assignment, student",
-                         [(a, s) for a in ASSIGNMENTS for s in STUDENTS[a] if s != "solution"])
+@pytest.mark.parametrize("assignment, student", [under_its_demo_build(a, s, id=f"{a}-{s}") for a in ASSIGNMENTS
+                                                 for s in STUDENTS[a] if s != "solution"])
 def test_each_answer_loses_exactly_its_own_points(demo, assignment, student):
     wrong = {f"test_{a.exercise}" for a in STUDENTS[assignment][student] if not a.correct}
     expected = {cell: 0 if cell in wrong else points for cell, points in classroom.max_points(assignment).items()}
     assert demo(assignment).graded.scores[student] == expected
 
 
-@pytest.mark.parametrize("assignment, answer", [(a, answer) for a in ASSIGNMENTS for answer in CORPUS[a]
-                                                if not answer.correct], ids=lambda v: getattr(v, "id", v))
+@pytest.mark.parametrize("assignment, answer", [under_its_demo_build(a, answer, id=f"{a}-{answer.id}")
+                                                for a in ASSIGNMENTS for answer in CORPUS[a] if not answer.correct])
 def test_each_mistake_shows_its_bilingual_diagnostic(demo, assignment, answer):
     student = next(s for s, answers in STUDENTS[assignment].items() if answer in answers)
     shown = demo(assignment).graded.diagnostics(student).get(f"test_{answer.exercise}", "")
@@ -64,7 +67,7 @@ def test_each_mistake_shows_its_bilingual_diagnostic(demo, assignment, answer):
     assert english.startswith("AssertionError: ") and re.search(r"[\u4e00-\u9fff]", chinese), shown
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", GRADED)
 def test_broken_file_is_reported_and_the_rest_is_graded(demo, assignment):
     run = demo(assignment)
     assert "broken-json" not in run.graded.scores
@@ -72,7 +75,7 @@ def test_broken_file_is_reported_and_the_rest_is_graded(demo, assignment):
     assert set(run.graded.scores) == set(STUDENTS[assignment]) | {"untouched"}
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", GRADED)
 def test_demo_writes_grades_feedback_and_table(demo, assignment):
     run = demo(assignment)
     grades = (run.graded.root / "grades.csv").read_text("utf-8").splitlines()
@@ -98,7 +101,7 @@ def visible_text(page: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", page))
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", GRADED)
 def test_feedback_shows_diagnostics_but_no_hidden_test_code(demo, assignment):
     run = demo(assignment)
     source = nbformat.read(classroom.notebook_path(classroom.ROOT, "source", assignment), as_version=4)
@@ -122,7 +125,7 @@ def test_feedback_shows_diagnostics_but_no_hidden_test_code(demo, assignment):
             assert english.split(": ", 1)[1][:60] in page and chinese[:40] in page, (student, cell)
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", GRADED)
 def test_report_lists_every_answer_with_its_points(demo, course, assignment):
     run = demo(assignment)
     done = course("report", "--root", run.graded.root, "--assignment", assignment, "--reuse", timeout=120)

@@ -13,6 +13,7 @@ import nbformat
 import torch
 
 from course import classroom
+from support.graders import demo_build_mark
 from support.paths import BIN
 
 ASSIGNMENT = "a1_tensor_to"
@@ -43,6 +44,7 @@ def feedback_page(demo, student) -> Path:
     return classroom.notebook_path(demo(ASSIGNMENT).graded.root, "feedback", ASSIGNMENT, student).with_suffix(".html")
 
 
+@demo_build_mark(ASSIGNMENT)
 def test_feedback_loads_no_script_or_style_from_the_internet(demo):
     for student in demo(ASSIGNMENT).graded.scores:
         page = feedback_page(demo, student).read_text("utf-8")
@@ -51,6 +53,7 @@ def test_feedback_loads_no_script_or_style_from_the_internet(demo):
         assert "<style" in page  # the page's CSS is inlined instead
 
 
+@demo_build_mark(ASSIGNMENT)
 def test_feedback_diagnostic_wraps_inside_the_browser_window(demo, page):
     width = 900
     page.set_viewport_size({"width": width, "height": 800})
@@ -83,6 +86,7 @@ def test_feedback_diagnostic_wraps_inside_the_browser_window(demo, page):
     page.screenshot(path=ARTIFACTS / "feedback-wrapped-diagnostic.png")
 
 
+@demo_build_mark(ASSIGNMENT)
 def test_grading_log_warns_only_about_test_cells_that_were_changed(demo, tmp_path):
     graded = demo(ASSIGNMENT).graded
     honest_log = (graded.root / "autograde.log").read_text("utf-8")

@@ -13,9 +13,11 @@ import pytest
 from course import classroom, insights
 from course.authoring import student_bundle
 from course.plugins import autograde
+from support.graders import demo_build_mark, under_its_demo_build
 from support.messages import GENERIC_DIAGNOSTICS
 
 ASSIGNMENTS = student_bundle.assignments()
+GRADED = [under_its_demo_build(assignment) for assignment in ASSIGNMENTS]  # each under its class's build in CI
 ARTIFACTS = classroom.ROOT / "build" / "test-artifacts" / "browser"
 
 
@@ -24,7 +26,7 @@ def rows(path) -> list[dict]:
         return list(csv.DictReader(table))
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", GRADED)
 def test_the_demo_counts_follow_from_the_corpus(demo, assignment):
     run = demo(assignment)
     assert "insights/" in run.output  # `course demo` wrote and named the page
@@ -52,13 +54,14 @@ def test_the_demo_counts_follow_from_the_corpus(demo, assignment):
     assert {row["exercise"] for row in found} == exercises
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", GRADED)
 def test_each_misconception_of_the_corpus_names_the_section_that_teaches_it(demo, assignment):
     for row in rows(demo(assignment).graded.root / "insights" / f"{assignment}.csv"):
         if row["message_key"] not in GENERIC_DIAGNOSTICS or row["hint_key"]:
             assert row["lesson"] and row["section"], row
 
 
+@demo_build_mark("a2_module_to")
 def test_course_insights_writes_the_page_and_the_table_for_a_course_folder(demo, course, tmp_path):
     root = demo("a2_module_to").graded.root
     done = course("insights", "a2_module_to", "--root", root, "--out", tmp_path)
@@ -71,6 +74,7 @@ def test_course_insights_writes_the_page_and_the_table_for_a_course_folder(demo,
     assert "Lesson 3 § What stays behind" in shown and "第 3 课 § 哪些会留在原处" in shown
 
 
+@demo_build_mark("a1_tensor_to")
 def test_the_page_in_a_browser(demo, page, tmp_path):
     """Chromium shows the class summary first, every exercise's chart, both languages, and a resubmitting
     student's first attempt apart (issue 43), and runs nothing."""
@@ -102,6 +106,7 @@ def test_the_page_in_a_browser(demo, page, tmp_path):
 # ------------------------------------------------------------------ the parts, one at a time
 
 
+@demo_build_mark("a1_tensor_to")
 def test_a_class_graded_before_the_keys_were_stored_says_so(demo, tmp_path):
     """Autograded notebooks without stored keys (an older class): counted, and named as not recorded."""
     root = tmp_path / "course"

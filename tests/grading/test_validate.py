@@ -10,6 +10,11 @@ import pytest
 from course import classroom
 from support.paths import BIN
 
+# `nbgrader validate` is the student's command: .ci/run runs it under the student's usual build, the CUDA one (a plain
+# `make test` under either); what a right answer gets from autograde, the demo classes (each under one build) and the
+# attack corpora's right answers (under both builds) check
+pytestmark = pytest.mark.ci_cuda_build_only
+
 ASSIGNMENT = "a1_tensor_to"
 
 
@@ -60,9 +65,6 @@ def test_untouched_release_fails_validation_with_a_clear_bilingual_message(stude
     assert "not answered yet" in shown and "尚未作答" in shown
 
 
-# `nbgrader validate` is the student's command, run under the student's usual build, the CUDA one, in CI (under
-# both by `make test`): what a right answer gets from autograde under each build, the demo classes check
-@pytest.mark.ci_cuda_build_only
 @pytest.mark.parametrize("assignment", sorted(path.name for path in (classroom.ROOT / "source").iterdir() if path.is_dir()))
 def test_what_autograde_gives_full_marks_validate_passes(assignment, tmp_path):
     """Issue 41: the right answers of every corpus (each `styles-k` student, whom the grading tests require

@@ -12,8 +12,11 @@ import torch
 from course import classroom
 from support.services import jupyter
 
+# the student's path, under the student's usual build (README, "CI and GPU runners"): .ci/run runs it there
+pytestmark = pytest.mark.ci_cuda_build_only
+
 ASSIGNMENT = "a1_tensor_to"
-# one folder per PyTorch build: `.ci/run` runs the suite under both builds side by side
+# one folder per PyTorch build: a plain `make test` runs it under whichever build it is given
 ARTIFACTS = classroom.ROOT / "build" / "test-artifacts" / "browser" / f"{'cuda' if torch.version.cuda else 'cpu'}-build"
 RIGHT_PICK_DEVICE = '''def pick_device(prefer=None):
     """Right answer typed by the student."""

@@ -30,6 +30,9 @@ from support.messages import shows
 from support.notebooks import hidden_lines
 from support.services import jupyter
 
+# what a student installs and runs, under the student's usual build (README, "CI and GPU runners"): .ci/run runs it there
+pytestmark = pytest.mark.ci_cuda_build_only
+
 ROOT = classroom.ROOT
 
 

@@ -8,6 +8,7 @@ import yaml
 
 from autograder.devices import cuda_required
 from course.classroom import ROOT
+from support.graders import DEMO_BUILDS, runs_under_its_demo_build
 
 import torch
 
@@ -40,6 +41,24 @@ def test_ci_runs_the_readme_test_command_under_both_builds():
     assert "exit $status" in script  # either run failing fails CI
     readme = (ROOT / "README.md").read_text("utf-8")
     assert readme.count("`make test`") >= 2 and readme.count("`make demo`") >= 2
+
+
+@pytest.mark.parametrize("marks, assignment, runs", [
+    ({"ci_cpu_build_only"}, "a1_tensor_to", True),
+    ({"ci_cuda_build_only"}, "a2_module_to", True),
+    ({"build_independent"}, None, True),  # reads a1's class by name, as test_parallel does
+    ({"ci_cuda_build_only"}, "a1_tensor_to", False),  # would grade a1's class again under the CUDA build
+    ({"build_independent"}, "a4_several_devices", False),
+    (set(), None, False),  # under both builds
+    ({"ci_cpu_build_only", "ci_cuda_build_only"}, None, False),  # under neither
+])
+def test_a_test_that_reads_a_demo_class_runs_under_its_build_only(marks, assignment, runs):
+    assert runs_under_its_demo_build(marks, assignment) is runs
+
+
+def test_each_build_grades_two_demo_classes():
+    assert sorted(DEMO_BUILDS) == sorted(path.name for path in (ROOT / "source").iterdir() if path.is_dir())
+    assert sorted(DEMO_BUILDS.values()) == ["cpu", "cpu", "cuda", "cuda"]
 
 
 def test_readme_is_in_both_languages():
