@@ -1,7 +1,9 @@
-"""Untrusted submissions, graded in one class between two controls, by the real `nbgrader autograde`
-(here with every kernel a new process; the cases that wait out a time limit asleep in a second class with its
-own controls, graded at the same time) and by `course grade` (kernels forked from a warm fork server,
-several submissions at a time), every kernel in its own sandbox (course/kernels/sandbox.py).
+"""Untrusted submissions, graded in one class between two controls, by the real `nbgrader autograde` (one
+submission at a time; the cases that wait out a time limit asleep in a second class with its own controls,
+graded at the same time) and by `course grade` (several submissions at a time), each with the course's kernels,
+forked from a warm fork server into a sandbox of their own (course/kernels/sandbox.py). A kernel started as a
+new process (`--GradingKernelManager.fork_server=False`, or where the fork server cannot start) meets the same
+probes of its sandbox in tests/system/test_sandbox.py, which runs each of them on both ways a kernel starts.
 
 Tampering earns nothing from the point it happens and shows a bilingual note; crashes and time-outs
 cost only what did not run; broken files get a clear error; the controls keep full marks; the class
@@ -224,10 +226,9 @@ def submit_class(root: Path, cases: list, listener: Listener, tag: str):
 
 
 def autograde(root: Path) -> str:
-    # kernels started as new processes here (the course forks them by default, as `course grade` does): the
-    # attacks meet both ways a grading kernel can start
-    return classroom.nbgrader(root, "autograde", ASSIGNMENT, "--GradingKernelManager.fork_server=False",
-                              check=False)[1]
+    # the course's kernels, forked as `course grade`'s are (nbgrader_config.py): new processes, each importing
+    # PyTorch again, cost this class about a minute of CPU, and test_sandbox.py probes them apart
+    return classroom.nbgrader(root, "autograde", ASSIGNMENT, check=False)[1]
 
 
 @pytest.fixture(scope="module")
