@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from support.graders import runs_under_its_demo_build
+from support.graders import demo_build_mark, runs_under_its_demo_build
 from support.paths import BIN
 from support.services import CHROMIUM_FLAGS, chromium
 
@@ -17,24 +17,18 @@ TIERS = ("unit", "grading", "system")  # tests/unit/, tests/grading/, tests/syst
 
 
 def pytest_collection_modifyitems(items):
-    """Each test is marked with its folder's tier, so `pytest -m unit` (`make test-fast`) is tests/unit/; a test that
-    reads a demo class must run under the build .ci/run grades that class under (`one_demo_build`)."""
+    """Each test is marked with its folder's tier, so `pytest -m unit` (`make test-fast`) is tests/unit/."""
     for item in items:
         if item.path.parent.name in TIERS:
             item.add_marker(item.path.parent.name)
-        if "demo" in getattr(item, "fixturenames", ()):
-            one_demo_build(item)
 
 
-def one_demo_build(item):
-    """A test that reads a demo class without its build's mark would grade that class again under the other build
-    in CI (support/graders.py)."""
-    callspec = getattr(item, "callspec", None)
-    if not runs_under_its_demo_build({mark.name for mark in item.iter_markers()},
-                                     callspec.params.get("assignment") if callspec else None):
-        raise pytest.UsageError(
-            f"{item.nodeid} reads a demo class: mark it to run under that class's build (support/graders.py)\n"
-            f"{item.nodeid} 读取演示班级：请标记它只在该班级的构建下运行（support/graders.py）")
+_SETTING_UP = []  # the test whose fixtures are being set up: the one a demo class is read for (`demo`)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _SETTING_UP[:] = [item]
 
 
 @pytest.fixture(params=grading_devices(), ids=str)
@@ -70,10 +64,17 @@ def course():
 
 @pytest.fixture(scope="session")
 def demo(course, tmp_path_factory):
-    """`demo(assignment)`: `course demo` run once per assignment and session, as an instructor would."""
+    """`demo(assignment)`: `course demo` run once per assignment and session, as an instructor would. The test that
+    reads a class (or whose module fixture does) must run under the one build .ci/run grades it under, else CI would
+    grade it under both (support/graders.py): it fails, naming the mark it needs."""
     runs = {}
 
     def run(assignment) -> DemoRun:
+        reader = _SETTING_UP[-1] if _SETTING_UP else None
+        if reader is not None and not runs_under_its_demo_build({m.name for m in reader.iter_markers()}, assignment):
+            pytest.fail(f"{reader.nodeid} reads the demo class of {assignment}: mark it {demo_build_mark(assignment).name} "
+                        f"(support/graders.py)\n{reader.nodeid} 读取 {assignment} 的演示班级：请给它加上标记 "
+                        f"{demo_build_mark(assignment).name}（support/graders.py）", pytrace=False)
         if assignment not in runs:
             root = tmp_path_factory.mktemp(assignment)
             done = course("demo", "--root", root, "--assignment", assignment)

@@ -16,9 +16,6 @@ from course.plugins.autograde import DecideGrades, placed, solutions
 from support.notebooks import hidden_lines, source_notebook, verdict_cells
 
 ATTACKS = classroom.corpus("attacks-slicing")["attack"]
-# what a test cell's split sends the student's side, and what a body there can reach: no entry simulates a machine,
-# and no PyTorch build changes the text: .ci/run runs it once
-pytestmark = pytest.mark.build_independent
 
 
 @functools.cache

@@ -49,7 +49,7 @@ def test_untouched_release_earns_nothing(demo, assignment):
     assert all(shows(shown, "not_answered") for shown in run.graded.diagnostics("untouched").values())
 
 
-@pytest.mark.parametrize("assignment, student", [under_its_demo_build(a, s, id=f"{a}-{s}") for a in ASSIGNMENTS
+@pytest.mark.parametrize("assignment, student", [under_its_demo_build(a, s, test_id=f"{a}-{s}") for a in ASSIGNMENTS
                                                  for s in STUDENTS[a] if s != "solution"])
 def test_each_answer_loses_exactly_its_own_points(demo, assignment, student):
     wrong = {f"test_{a.exercise}" for a in STUDENTS[assignment][student] if not a.correct}
@@ -57,7 +57,7 @@ def test_each_answer_loses_exactly_its_own_points(demo, assignment, student):
     assert demo(assignment).graded.scores[student] == expected
 
 
-@pytest.mark.parametrize("assignment, answer", [under_its_demo_build(a, answer, id=f"{a}-{answer.id}")
+@pytest.mark.parametrize("assignment, answer", [under_its_demo_build(a, answer, test_id=f"{a}-{answer.id}")
                                                 for a in ASSIGNMENTS for answer in CORPUS[a] if not answer.correct])
 def test_each_mistake_shows_its_bilingual_diagnostic(demo, assignment, answer):
     student = next(s for s, answers in STUDENTS[assignment].items() if answer in answers)

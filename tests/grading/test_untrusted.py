@@ -50,9 +50,9 @@ c.SafeExecute.grading_timeout = 100
 c.Sandbox.memory_bytes = 1536 * 2**20
 c.Sandbox.processes = 256
 """
-# the whole class, on an idle machine: about 340 s with plain nbgrader on 2 cores with the sleepers in the
-# same class (each notebook's own budget is 30 s); other work on the same cores (CI runs two builds side by
-# side) stretches it
+# the whole class, on an idle machine: about 140 s with plain nbgrader on 2 cores, the sleepers graded beside it
+# (each notebook's own budget is 30 s; 340 s when they were in the same class, each kernel a new process); other
+# work on the same cores (CI runs two builds side by side) stretches it, and the limit with it
 CLASS_TIME_LIMIT_S = 600 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
 # `course grade` with more jobs than cores, as tests/grading/test_parallel.py grades: the slowest cases here run out
 # a time limit (holds-the-class its whole grading budget, sleeping; slow-notebook its notebook budget; the endless

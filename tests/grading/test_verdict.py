@@ -235,7 +235,6 @@ def earns_beside_the_test(answer, test) -> bool:
     return subprocess.run([sys.executable, "-c", program], capture_output=True).returncode == 0
 
 
-@pytest.mark.build_independent  # what the student's program can reach (frames, heap, text): no PyTorch build changes it
 @pytest.mark.parametrize("answer", READS_THE_TEST.values(), ids=READS_THE_TEST.keys())
 def test_a_wrong_answer_finds_nothing_the_checks_compare_against(answer):
     """issue 41, item 0: the caller runs the test cell's calls and their arguments only (autograder/slicing.py)."""
@@ -426,13 +425,11 @@ def test_a_submission_that_moves_a_test_cell_gets_no_solution_before_that_tests_
     assert (records["test_half"]["passed"], records["test_quarter"]["passed"]) == (False, True)
 
 
-@pytest.mark.build_independent  # what the student's program can reach (frames, heap, text): no PyTorch build changes it
 def test_an_exercises_solution_is_nowhere_in_the_students_program_before_its_points_are_decided():
     records = two_exercises(FINDS_THE_SOLUTION)
     assert records["test_half"]["passed"] is False
 
 
-@pytest.mark.build_independent  # what the student's program can reach (frames, heap, text): no PyTorch build changes it
 @pytest.mark.parametrize("where, found", [("the instructor's cell", True), ("a test cell's hidden part", False)])
 def test_no_test_cells_text_is_in_the_students_program(where, found):
     """The parent reads the test cells' text only once the program runs apart (autograder/verdict.py): the

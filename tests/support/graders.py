@@ -26,17 +26,17 @@ DEMO_BUILDS = {"a1_tensor_to": "cpu", "a2_module_to": "cuda", "a3_precision_tran
 BUILD_MARKS = {"cpu": "ci_cpu_build_only", "cuda": "ci_cuda_build_only"}
 
 
-def under_its_demo_build(assignment: str, *more, id=None):
+def under_its_demo_build(assignment: str, *more, test_id=None):
     """A pytest param (assignment first, `more` after it) of a test that reads `assignment`'s demo class, marked to
     run under the build that class is graded under in CI (DEMO_BUILDS)."""
-    return pytest.param(assignment, *more, id=id, marks=getattr(pytest.mark, BUILD_MARKS[DEMO_BUILDS[assignment]]))
+    return pytest.param(assignment, *more, id=test_id, marks=demo_build_mark(assignment))
 
 
-def runs_under_its_demo_build(marks: set, assignment: str | None) -> bool:
-    """Whether a test with `marks` that reads a demo class (`assignment`'s, when it is a param) runs under one build
-    in CI, that class's: a build-independent test runs under the CPU build's."""
+def runs_under_its_demo_build(marks: set, assignment: str) -> bool:
+    """Whether a test with `marks` that reads `assignment`'s demo class runs in CI under that class's build alone: a
+    build-independent test runs under the CPU build."""
     builds = {build for build, mark in BUILD_MARKS.items() if mark in marks} | ({"cpu"} if "build_independent" in marks else set())
-    return len(builds) == 1 and (assignment not in DEMO_BUILDS or builds == {DEMO_BUILDS[assignment]})
+    return builds == {DEMO_BUILDS[assignment]}
 
 
 def demo_build_mark(assignment: str):

@@ -46,11 +46,12 @@ def test_ci_runs_the_readme_test_command_under_both_builds():
 @pytest.mark.parametrize("marks, assignment, runs", [
     ({"ci_cpu_build_only"}, "a1_tensor_to", True),
     ({"ci_cuda_build_only"}, "a2_module_to", True),
-    ({"build_independent"}, None, True),  # reads a1's class by name, as test_parallel does
+    ({"build_independent"}, "a1_tensor_to", True),  # as test_parallel reads it: under the CPU build
     ({"ci_cuda_build_only"}, "a1_tensor_to", False),  # would grade a1's class again under the CUDA build
     ({"build_independent"}, "a4_several_devices", False),
-    (set(), None, False),  # under both builds
-    ({"ci_cpu_build_only", "ci_cuda_build_only"}, None, False),  # under neither
+    (set(), "a3_precision_transfers", False),  # under both builds
+    ({"ci_cpu_build_only", "ci_cuda_build_only"}, "a3_precision_transfers", False),  # under neither
+    ({"build_independent", "ci_cuda_build_only"}, "a2_module_to", False),  # under neither
 ])
 def test_a_test_that_reads_a_demo_class_runs_under_its_build_only(marks, assignment, runs):
     assert runs_under_its_demo_build(marks, assignment) is runs
