@@ -35,16 +35,23 @@ ASSIGNMENTS := a1_tensor_to a2_module_to a3_precision_transfers a4_several_devic
 LESSONS := $(wildcard notebooks/*.ipynb)
 SOURCES := $(foreach a,$(ASSIGNMENTS),source/$(a)/$(a).ipynb)
 
-.PHONY: install test test-fast browser bubblewrap proxy demo report lab notebooks figures messages release shared-install student-bundle clean
+.PHONY: install torch test test-fast browser bubblewrap proxy demo report lab notebooks figures messages release shared-install student-bundle clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.torch: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check $(TORCH)
 	$(BIN)/python -W ignore -c "$$CHECK_BUILD" $(TORCH_BUILD)
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.torch
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test]"
 	touch $@
 
 install: $(VENV)/.installed
+
+# PyTorch alone, in its build's environment: .ci/run installs the CUDA build's (gigabytes of wheels to unpack) while the
+# rest is set up; the rest of an environment installs the course itself (`pip install -e .`), one pip at a time
+torch: $(VENV)/.torch
 
 test: install browser bubblewrap proxy postgresql slurm  ## the whole suite: unit tests, grading pipeline, browser test, nbval over lessons and solutions
 	$(BIN)/pytest --durations=30 $(PYTEST_ARGS)
