@@ -14,6 +14,7 @@ from autograder import program
 from autograder.simulate import simulated_accelerator
 from course import classroom
 from course.plugins.autograde import DecideGrades, placed, solutions
+from support.graders import build_only
 from support.notebooks import hidden_lines, source_notebook, verdict_cells
 
 ENTRIES = classroom.corpus("attacks-machines")["attack"]
@@ -93,8 +94,7 @@ def marks(entry, reason) -> list:
         return found + [pytest.mark.build_independent]
     if entry["goal"] == "d":
         return found
-    under_the_cpu_build = ORDER.index(NOTEBOOKS[entry["id"]]) % 3 == 0
-    return found + [pytest.mark.ci_cpu_build_only if under_the_cpu_build else pytest.mark.ci_cuda_build_only]
+    return found + [build_only("cpu" if ORDER.index(NOTEBOOKS[entry["id"]]) % 3 == 0 else "cuda")]
 
 
 @pytest.mark.parametrize("entry", cases(RIGHT_ANSWERS, "a right answer loses points"))
