@@ -156,7 +156,6 @@ class _Side:
         self.fd = fd
         self.students = None if students is None else {id(f) for f in students}
         self.carrying = {}  # id → module
-        self.judge_only = 0  # inside how many statements that only the judge runs (judge_only)
 
     def crosses(self, function, known) -> bool:
         if self.students is None:
@@ -185,19 +184,19 @@ class _Side:
 
 
 class Recorder(_Side):
-    """In the caller: run the student's function, then send its result to the judge."""
+    """In the caller: run the student's function the judge asked for (calls.py), then send its result to the judge.
+    `what` is the request's number: the caller never learns the test's label."""
 
-    def __init__(self, fd, students=None):
+    def __init__(self, fd, students=None, handles=None):
         super().__init__(fd, students)
         self.sent = {}  # id → object sent as an opaque stand-in: the judge cannot run a call on it
+        self.handles = handles  # calls.Handles: what the judge knows by number
 
     def opaque(self, value) -> bool:
         return id(value) in self.sent and self.sent[id(value)] is value
 
     def call(self, what, function, args, kwargs, then, run):
         known = Known((_owner(function), args), kwargs, self.opaque)
-        if not self.crosses(function, known):
-            return run(what, function, args, kwargs, then)
         report = {"what": what}
         counters = _counters()
         try:
@@ -225,7 +224,7 @@ class Recorder(_Side):
                 report["counters"] = [counter.since(tally, _tensors(result))
                                       for counter, tally in zip(counters, before)]
                 with _NO_DISPATCH(), _NO_TORCH_FUNCTION():
-                    payloads = Payloads()
+                    payloads = Payloads(handles=self.handles)
                     report["result"] = encode(result, known, payloads, self.sent)
                     report["held"] = [held_state(value, known, payloads) for value in known.held]
                     report["files"] = [_file_state(path, payloads) for path in _paths(args, kwargs)]
@@ -239,6 +238,11 @@ class Recorder(_Side):
         finally:
             _watchers_back()  # whatever ended the report (an error of encode's too), the student's watchers are back
         return result
+
+    def unreadable(self, number):
+        """The judge's request `number` could not be rebuilt here (the student's program changed what rebuilds
+        it): the call fails, as one whose result the judge cannot read."""
+        self._send({"what": number, "failed": {}})
 
     def send_names(self, names):
         """The first frame: the names the judge makes stubs for (autograder/verdict.py), and the global
@@ -345,23 +349,40 @@ def _arrived(signum, frame):
 
 
 class Judge(_Side):
-    """In the judge: each call's result is the caller's, read and rebuilt from data alone."""
+    """In the judge: each call of the student's code is asked of the caller (calls.request), on `asks`; its result
+    is the caller's, read and rebuilt from data alone. `students`: the stubs, by name."""
+
+    def __init__(self, fd, asks, students):
+        from .calls import Handles
+
+        super().__init__(fd, list(students.values()))
+        self.asks, self.names = asks, {id(stub): name for name, stub in students.items()}
+        self.handles, self.asked = Handles(-1), 0
 
     @staticmethod
     def opaque(value) -> bool:
         return type(value) in _OPAQUE.values()
 
     def call(self, what, function, args, kwargs, then, run):
+        from . import calls
         from .messages import diagnostic
 
         known = Known((_owner(function), args), kwargs, self.opaque)
         if not self.crosses(function, known):
             return run(what, function, args, kwargs, then)
-        if self.judge_only:
-            raise JudgeOnlyCall(what)
+        self.asked += 1
+        try:
+            with _NO_DISPATCH(), _NO_TORCH_FUNCTION():  # what pickling does is not the student's: no counter sees it
+                frame = calls.request(self.asked, function, args, kwargs, then, known, self.handles, self.names)
+        except (pickle.PicklingError, TypeError, AttributeError) as error:  # something of the test's that cannot travel
+            raise calls.TestCellCode(f"{type(error).__name__}: {error}") from None
+        try:
+            calls.send(self.asks, frame)
+        except OSError:  # the caller has ended: its report is missing
+            pass
         with _NO_DISPATCH(), _NO_TORCH_FUNCTION():  # what rebuilding does is not the student's: no counter sees it
             report = self._receive(what)
-        if report.get("what") != what:
+        if report.get("what") != self.asked:
             raise diagnostic("verdict_call_unreadable", what=what)
         if "failed" in report:
             raise _reported(what, report["failed"])
@@ -369,7 +390,7 @@ class Judge(_Side):
             with _NO_DISPATCH(), _NO_TORCH_FUNCTION():
                 if not isinstance(report["payloads"], list):
                     raise TypeError("not the payloads")
-                payloads = Payloads(report["payloads"])
+                payloads = Payloads(report["payloads"], self.handles)
                 result = decode(report["result"], known, payloads)
                 states = report["held"]
                 if not isinstance(states, list) or len(states) != len(known.held):
@@ -569,27 +590,9 @@ def same_draws(seed):
 
 
 class JudgeOnlyCall(BaseException):
-    """A statement the caller skips (autograder/slicing.py) called the student's code: the test cell's
-    mistake, which the instructor is told of. A BaseException, so that no `except Exception` of the cell
+    """A test cell called a student's function (a stub in the judge) other than through `checks.call`: the test
+    cell's mistake, which the instructor is told of. A BaseException, so that no `except Exception` of the cell
     takes it for a student's error."""
-
-
-@contextlib.contextmanager
-def judge_only():
-    """Around each statement of a test cell that only the judge runs: the random number generators as they
-    were before it (the caller, which skips it, draws what comes next from the same state), and no call of
-    the student's code in it (JudgeOnlyCall)."""
-    from .checks import core
-
-    side = core.boundary
-    with random_state_kept():
-        if side is not None:
-            side.judge_only += 1
-        try:
-            yield
-        finally:
-            if side is not None:
-                side.judge_only -= 1
 
 
 @contextlib.contextmanager
@@ -686,11 +689,12 @@ def _held(value) -> bool:
 
 class Payloads(list):
     """The tensors of one report, in order: the caller remembers which it encoded (`memo`), the judge
-    which it rebuilt (`rebuilt`), so that a tensor found twice is one tensor on both sides."""
+    which it rebuilt (`rebuilt`), so that a tensor found twice is one tensor on both sides. `handles`
+    (calls.Handles): the caller numbers each object it sends, the judge knows its rebuilt object by that number."""
 
-    def __init__(self, items=()):
+    def __init__(self, items=(), handles=None):
         super().__init__(items)
-        self.memo, self.rebuilt = {}, {}
+        self.memo, self.rebuilt, self.handles = {}, {}, handles
 
 
 class Known:
@@ -738,7 +742,18 @@ class Known:
 
 def encode(value, known, payloads, sent=None, depth=0):
     """`value` as plain data (dicts, lists, constants, tensors) that the judge reads (`_send`, `read_frame`).
-    What the judge will hold only as an opaque stand-in is added to `sent`."""
+    What the judge will hold only as an opaque stand-in is added to `sent`. An object the judge may give back in a
+    later call carries its number (`handle`: Payloads.handles)."""
+    node = _encoded(value, known, payloads, sent, depth)
+    if payloads.handles is not None and node["kind"] in _NUMBERED and "handle" not in node:
+        node["handle"] = payloads.handles.own(value)
+    return node
+
+
+_NUMBERED = ("tensor", "module", "container", "other")  # what a later call may be given again, by number
+
+
+def _encoded(value, known, payloads, sent=None, depth=0):
     if depth > DEPTH_LIMIT or len(payloads) > NODE_LIMIT:
         raise RecursionError("result too deep")
     if type(value) in _CONSTANTS:
@@ -916,9 +931,18 @@ def _type_index(kind, known):
 
 
 def decode(node, known, payloads):
-    """A result rebuilt from `encode`'s data: only the kinds it writes, and types the judge knows."""
+    """A result rebuilt from `encode`'s data: only the kinds it writes, and types the judge knows. What carries a
+    number is known by it (Payloads.handles): a later call gives the caller its own object again."""
     if not isinstance(node, dict):
         raise TypeError("not a node")
+    value = _decoded(node, known, payloads)
+    number = node.get("handle")
+    if payloads.handles is not None and type(number) is int and number > 0 and node["kind"] in _NUMBERED:
+        payloads.handles.take(number, value)
+    return value
+
+
+def _decoded(node, known, payloads):
     kind = node["kind"]
     if kind == "constant":
         if type(node["value"]) not in _CONSTANTS:

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from unittest import mock
 
 import torch
+from torch import nn
 import torch.serialization
 from torch.utils import _pytree as pytree, weak
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
@@ -261,7 +262,19 @@ def meta_copies_skipped():
         return real(tensor, source, non_blocking)
 
     with mock.patch.object(torch.Tensor, "copy_", copy_):
-        yield
+        _COPIES_SKIPPED.append(True)
+        try:
+            yield
+        finally:
+            _COPIES_SKIPPED.pop()
+
+
+_COPIES_SKIPPED = []
+
+
+def copies_skipped() -> bool:
+    """Whether `meta_copies_skipped` is on here (a sealed call is made inside it in the caller too: calls.py)."""
+    return bool(_COPIES_SKIPPED)
 
 
 # An accelerator on any grader: the meta device, named as the device it stands for.
@@ -435,3 +448,49 @@ def loaded_rows(dataset, **loader_kwargs):
     from torch.utils.data import DataLoader
 
     return torch.cat([inputs for inputs, _ in DataLoader(dataset, **loader_kwargs)])
+
+
+# What a hidden test hands the student's code, whose own code runs where the student's does (autograder/calls.py:
+# the process that runs the student's code receives no code of the test cell's)
+
+def gradient_of_three_times(moved, w, *args, **kwargs):
+    """`w.grad` after `(moved * 3).sum().backward()`: `checks.call(..., then=gradient_of_three_times)` measures
+    whether a student's result is still connected to `w` (a1 to_device)."""
+    w.grad = None
+    (moved * 3).sum().backward()
+    return w.grad
+
+
+class NormBlock(nn.Module):
+    """A model that runs: each kind of normalisation layer between layers that are cast, one at the end (a2
+    cast_floating)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.batch_norm, self.group_norm = nn.Conv1d(2, 4, 3), nn.BatchNorm1d(4), nn.GroupNorm(2, 4)
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(8, 3), nn.LayerNorm(3))
+
+    def forward(self, x):
+        return self.head(self.group_norm(self.batch_norm(self.conv(x))))
+
+
+class AutocastProbe(nn.Module):
+    """Records what autocast did: its linear layers' output in the forward pass, and whether autocast was still
+    on in the backward pass (`seen`); `overflow` turns its output into inf, as a float16 overflow would (a3
+    scaled_train_step)."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 3))
+        self.overflow = False
+        self.seen = {}
+
+    def forward(self, x):
+        out = self.body(x)
+        self.seen["forward"] = out.detach()
+        if out.requires_grad:
+            out.register_hook(self.record_backward)
+        return out * float("inf") if self.overflow else out
+
+    def record_backward(self, grad):
+        self.seen["autocast_in_backward"] = torch.is_autocast_enabled(grad.device.type)

@@ -55,12 +55,12 @@ import time
 
 import torch
 
-from . import slicing
 from .diagnostics import diagnosis, render
 from .kernel import PAUSED_RECORD
 from .linux import PR_SET_DUMPABLE, close_all_but
 from . import program
 from .program import STUDENTS_MACHINE
+from .calls import outside_now
 from .simulate import questions, simulated_accelerator, simulated_machine
 
 RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
@@ -70,6 +70,7 @@ RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
 # the kernel, running the same cell, was stopped there, so that every later test earns nothing. The parent
 # then ends the program, as SafeExecute ends that kernel, and every later test is lost at once.
 REACHED = b"r"
+_TEST_CELL_MISTAKES = ("verdict_test_cell_unsealed", "verdict_test_cell_gives_code")  # the instructor's, not the student's
 _LENGTH = struct.Struct("<I")  # of what follows a test cell's "g" to the program (its calls, seed, solutions)
 
 
@@ -80,6 +81,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
     test cell's caller binds (DecideGrades.references); `tests`: one to read then the test cells' text (grade
     id → {"source", "visible"}; a test cell in `cells` has none). Neither was ever in the program's memory."""
     pipes = [os.pipe() for cell in cells if cell["kind"] == "test"]  # caller k → judge k
+    asks = [os.pipe() for _ in pipes]  # judge k → caller k: the calls it asks for (calls.py)
     clocks = [os.pipe() for _ in pipes]  # caller k → this process: when it runs cells again (_paused)
     go, start = os.pipe()  # the parent → the program: fork the caller of the next test cell
     spared = _processes() if sandboxed else set()  # the sandbox's init, its holder, this process
@@ -90,19 +92,22 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
     root = tempfile.mkdtemp(prefix="verdict-")
     program_pid = _fork()
     if program_pid == 0:
-        _program(cells, [writer for _, writer in pipes], [writer for _, writer in clocks], go, timeout, root)
+        _program(cells, [writer for _, writer in pipes], [writer for _, writer in clocks],
+                 [reader for reader, _ in asks], go, timeout, root)
     spared.add(program_pid)
     os.close(go)
     os.set_blocking(start, False)  # a program that stopped reading holds back only its own callers
     for _, writer in pipes + clocks:
         os.close(writer)
+    for reader, _ in asks:
+        os.close(reader)
     references = _read_json(solutions, [])
     texts = _read_json(tests, {})
     own = [cell["source"] for cell in cells if cell["kind"] == "student"]  # what a diagnostic may quote
     recorded = set()  # the test cells whose records are written: their exercises' solutions may be sent
     _record(grader_fd, {"ready": True})
     namespace = {"__name__": "__main__", "__builtins__": builtins}
-    readers = iter(zip((reader for reader, _ in pipes), (reader for reader, _ in clocks)))
+    readers = iter(zip((reader for reader, _ in pipes), (reader for reader, _ in clocks), (writer for _, writer in asks)))
     for cell in instructors_order(cells):
         if cell["kind"] == "trusted":  # on the students' machine, as in the program (_program_cell): every grader alike
             with simulated_machine(STUDENTS_MACHINE):
@@ -111,37 +116,36 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
                 _record(grader_fd, {"instructor_error": str(cell.get("grade_id")), "error": error})
                 break
         elif cell["kind"] == "test":
-            reader, clock = next(readers)
+            reader, clock, ask = next(readers)
             cell = {**cell, **texts[cell["grade_id"]]}
             try:
-                sides = slicing.split(cell["source"])
-            except slicing.ChecksNamedOtherwise as named:  # the instructor's test cell: its checks cannot be told
-                _record(grader_fd, {"instructor_error": str(cell["grade_id"]), "key": "verdict_test_cell_names_checks",
-                                    "error": str(named)})
-                break
+                compile(cell["source"], "<test>", "exec", dont_inherit=True)
             except (SyntaxError, ValueError):  # the instructor's test cell, not the student's
                 _record(grader_fd, {"instructor_error": str(cell["grade_id"]), "error": "SyntaxError"})
                 break
             seed = _seed(cell["source"])
             solved = [s for s in references if recorded.issuperset(s["tests"])]
-            started = json.dumps({"source": sides.caller, "seed": seed, "solutions": solved}).encode()
+            started = json.dumps({"seed": seed, "solutions": solved}).encode()
             try:
                 os.write(start, b"g" + _LENGTH.pack(len(started)) + started)
             except OSError:  # the program has ended or stopped reading: the judge reads no names, and says so
                 pass
-            result = run_test(cell, sides.judge, namespace, cell.get("timeout", timeout), reader, own, seed,
+            result = run_test(cell, namespace, cell.get("timeout", timeout), reader, ask, own, seed,
                               clock=clock, paused=lambda: os.write(grader_fd, (PAUSED_RECORD + "\n").encode()),
                               allowance=cell.get("allowance", 0.0))
             os.close(reader)
             os.close(clock)
+            os.close(ask)
             if result.pop("never_reached", False):  # see REACHED: every later test is lost at once, not after its limit
                 _kill(program_pid)
             if sandboxed:
                 _end_stragglers(spared)
             for again in glob.glob(os.path.join(root, "again-*")):  # where this test's caller ran cells again
                 shutil.rmtree(again, ignore_errors=True)
-            if result.pop("unsealed", False):  # the test cell calls the student's code where the caller does not
-                _record(grader_fd, {"instructor_error": str(cell["grade_id"]), "key": "verdict_test_cell_unsealed"})
+            if "test_cell_code" in result:  # the test cell calls the student's code other than through checks.call,
+                # or gives it code of its own
+                _record(grader_fd, {"instructor_error": str(cell["grade_id"]), "key": result["key"],
+                                    "error": result["test_cell_code"]})
                 break
             result["grade_id"] = cell["grade_id"]
             _record(grader_fd, result)
@@ -210,12 +214,12 @@ def _no_audit_hooks(event, args):
         raise RuntimeError("no audit hook while grading / 评分时不添加审计钩子")
 
 
-def _program(cells, writers, clocks, go, timeout, root):
+def _program(cells, writers, clocks, asks, go, timeout, root):
     """The notebook as the student's kernel ran it, in this forked process, in a folder of its own in `root`;
     at each test cell, a caller forked from its state then (see the module docstring). Never returns."""
     try:
         os.setpgid(0, 0)  # the parent ends the program and its callers as one group
-        _only_descriptors([*writers, *clocks, go])
+        _only_descriptors([*writers, *clocks, *asks, go])
         sys.addaudithook(_no_audit_hooks)
         program.own_folder(root)
         from . import integrity
@@ -229,7 +233,7 @@ def _program(cells, writers, clocks, go, timeout, root):
         asyncio.set_event_loop(loop)
         integrity.start_grading()  # what the kernel checks after every cell, this shell checks too
         bound.update(shell.user_ns)
-        callers = iter(zip(writers, clocks))
+        callers = iter(zip(writers, clocks, asks))
         caller = None
         signal.signal(signal.SIGALRM, _interrupt)
         for index, cell in enumerate(cells):
@@ -242,14 +246,15 @@ def _program(cells, writers, clocks, go, timeout, root):
                     break
                 if caller is not None:
                     _kill(caller)
-                writer, clock = next(callers)
+                writer, clock, ask = next(callers)
                 names = student_names(shell.user_ns, bound)
                 caller = _fork()
                 if caller == 0:
                     again = [cell for cell in cells[:index] if cell.get("again")]
-                    _caller(json.loads(started), shell.user_ns, writer, names, again, clock)  # never returns
+                    _caller(json.loads(started), shell.user_ns, writer, ask, names, again, clock)  # never returns
                 os.close(writer)
                 os.close(clock)
+                os.close(ask)
                 continue
             # every cell runs on the students' machine, the instructor's too (none asks about the machine): a student's
             # input transformer, event hook or audit hook runs around it, and so does what reads the student's names
@@ -298,36 +303,46 @@ def student_names(namespace, bound) -> list[str]:
                   and bound.get(name, program.MISSING) is not value)
 
 
-def _caller(started, namespace, writer, names, again=(), clock=None):
-    """In a caller forked from the program: the test cell's calls (`started["source"]`, slicing.split) run
-    with the student's namespace, inside a running event loop as a kernel's cells do, and each call of a
-    student's function sends its result to the judge on `writer`. The exercises judged before this one are
-    the instructor's solutions here (`started["solutions"]`), so that a student's function that calls one
-    of them is judged on its own. `again`: the student's cells before the test that program.OnEachMachine
-    runs again on another machine. Never returns."""
+def _caller(started, namespace, writer, asks, names, again=(), clock=None):
+    """In a caller forked from the program: it makes each call of the student's code the judge asks for on
+    `asks` (calls.py) with the student's namespace, inside a running event loop as a kernel's cells do, and sends
+    each result to the judge on `writer`, until the judge ends. The exercises judged before this one are the
+    instructor's solutions here (`started["solutions"]`), so that a student's function that calls one of them
+    is judged on its own. `again`: the student's cells before the test that program.OnEachMachine runs again on
+    another machine. Never returns."""
     try:
-        _only_descriptors([writer] if clock is None else [writer, clock])
+        _only_descriptors([writer, asks] if clock is None else [writer, asks, clock])
         _one_thread()
-        from . import boundary
+        from . import boundary, calls
         from .checks import core
 
         names = sorted({*names, *_bind_solutions(namespace, started["solutions"])})
-        students = [namespace[name] for name in names]
-        recorder = boundary.Recorder(writer, students)
+        handles = calls.Handles(1)
+        recorder = boundary.Recorder(writer, [namespace[name] for name in names], handles)
         core.use_boundary(recorder)
         recorder.send_names(names)
         boundary.same_draws(started["seed"])
         loop = asyncio.new_event_loop()  # the program's own shared its selector with the program
         asyncio.set_event_loop(loop)
-
-        async def calls():  # what they raise is the judge's to report, from its own side of the cell
-            exec(compile(started["source"], "<calls>", "exec", dont_inherit=True), scope)
-
         pristine = program.plain_values(namespace)  # before any call of the test's changes them
-        with simulated_machine(STUDENTS_MACHINE):  # as in the judge: the test runs on the students' machine
-            scope = program.OnEachMachine(namespace, names, lambda: _paused(clock, lambda: _again_here(
-                again, {**namespace, **copy.deepcopy(pristine)}, started["solutions"], names)))
-            loop.run_until_complete(calls())
+        scope = program.OnEachMachine(namespace, names, lambda: _paused(clock, lambda: _again_here(
+            again, {**namespace, **copy.deepcopy(pristine)}, started["solutions"], names)))
+
+        async def serve():
+            while (asked := calls.read_request(asks)) is not None:
+                plain, data = asked
+                with calls.around(plain):
+                    try:
+                        function, args, kwargs, then = calls.the_call(plain, data, handles, scope)
+                    except Exception:  # noqa: BLE001: the student's program broke what rebuilds the call
+                        recorder.unreadable(plain["number"])
+                        continue
+                    try:
+                        recorder.call(plain["number"], function, args, kwargs, then, core.run_here)
+                    except AssertionError:  # sent to the judge as the call's failure
+                        pass
+
+        loop.run_until_complete(serve())
     finally:
         os._exit(0)
 
@@ -438,17 +453,17 @@ def _judged(namespace, names) -> dict:
     return judged
 
 
-def run_test(cell, judged, namespace, timeout, calls, own=(), seed=0, clock=None, paused=None,
+def run_test(cell, namespace, timeout, calls, asks, own=(), seed=0, clock=None, paused=None,
              allowance=0.0) -> dict:
-    """One test cell's judge, forked, running `judged` (the judge's side of the cell, slicing.split); its
-    result, or why it has none (died, timed out). It reads the student's names, then each call's result,
-    from its caller on `calls`. While the caller says on `clock` that it runs the student's cells again on
+    """One test cell's judge, forked, running the whole cell; its result, or why it has none (died, timed
+    out). It reads the student's names from its caller on `calls`, then asks it on `asks` for each call of the
+    student's code and reads the call's result on `calls`. While the caller says on `clock` that it runs the student's cells again on
     another machine (`_paused`), the test's clock stands still, up to `allowance` seconds
     (DecideGrades.with_limits); `paused()` is called the first time."""
     reader, writer = os.pipe()
     pid = _fork()
     if pid == 0:
-        _judge({**cell, "source": judged}, namespace, writer, calls, seed)  # never returns
+        _judge(cell, namespace, writer, calls, asks, seed)  # never returns
     os.close(writer)
     received, deadline, timed_out = b"", time.monotonic() + timeout, False
     watched, held, stopped, said = [reader, *([clock] if clock is not None else [])], 0.0, None, False
@@ -490,8 +505,8 @@ def run_test(cell, judged, namespace, timeout, calls, own=(), seed=0, clock=None
         result = json.loads(received.removeprefix(REACHED))
         if result["passed"] is True:
             return {"passed": True}
-        if result.get("unsealed") is True:
-            return {"passed": False, "unsealed": True}
+        if result.get("key") in _TEST_CELL_MISTAKES:
+            return {"passed": False, "key": result["key"], "test_cell_code": str(result.get("code", ""))[:100]}
         return {"passed": False, "message": render(result, cell["source"], cell.get("visible"), own), **diagnosis(result)}
     except (ValueError, KeyError, TypeError, AttributeError):
         return {"passed": False, "key": "kernel_died"}  # it ended without a result: a crash, a limit
@@ -530,11 +545,12 @@ def _end_stragglers(spared):
             break
 
 
-def _judge(cell, namespace, writer, calls, seed):
+def _judge(cell, namespace, writer, calls, asks, seed):
     """In the forked judge: only its pipes stay open; it reads the student's names from the caller, then
-    runs the test and writes the result on `writer`. Never returns."""
+    runs the test, asking the caller for each call of the student's code, and writes the result on `writer`.
+    Never returns."""
     try:
-        _only_descriptors([writer, calls])
+        _only_descriptors([writer, calls, asks])
         _one_thread()
         from . import boundary
         from .checks import core
@@ -548,8 +564,8 @@ def _judge(cell, namespace, writer, calls, seed):
             boundary.take_torch_settings(settings)  # the test's tensors made as in the student's kernel
             boundary.same_draws(seed)
             judged = _judged(namespace, names)
-            judged[slicing.GUARD] = boundary.judge_only
-            core.use_boundary(boundary.Judge(calls, [judged[name] for name in names if name in judged]))
+            core.use_boundary(boundary.Judge(calls, asks, {name: judged[name] for name in names if name in judged}))
+            outside_now()  # the machines simulated from here on are the test's, and the caller's too
             with simulated_machine(STUDENTS_MACHINE):  # the same grade on every grader, a GPU's too
                 result = _test(cell, judged)
         os.write(writer, json.dumps(result).encode()[:RESULT_LIMIT])
@@ -560,12 +576,15 @@ def _judge(cell, namespace, writer, calls, seed):
 def _test(cell, namespace) -> dict:
     """Run the test; a failure comes back as its message key and typed fields, never as text."""
     from .boundary import JudgeOnlyCall
+    from .calls import TestCellCode
     from .messages import typed_field
 
     try:
         exec(compile(cell["source"], f"<test {cell['grade_id']}>", "exec", dont_inherit=True), namespace)
-    except JudgeOnlyCall:  # the test cell's own mistake (slicing): no process decided it
-        return {"passed": False, "unsealed": True}
+    except JudgeOnlyCall as call:  # the test cell's own mistake: no process decided it
+        return {"passed": False, "key": "verdict_test_cell_unsealed", "code": str(call)}
+    except TestCellCode as code:
+        return {"passed": False, "key": "verdict_test_cell_gives_code", "code": str(code)}
     except AssertionError as failure:  # a check's (messages.diagnostic), or a bare `assert` of a test
         fields = getattr(failure, "course_fields", None)
         if not isinstance(fields, dict):

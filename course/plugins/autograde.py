@@ -539,7 +539,7 @@ class DecideGrades(NbGraderPreprocessor):
                 record = json.loads(line)
                 if not ready:
                     ready = record["ready"] is True
-                elif record.get("key") in ("verdict_test_cell_unsealed", "verdict_test_cell_names_checks"):
+                elif record.get("key") in ("verdict_test_cell_unsealed", "verdict_test_cell_gives_code"):
                     raise VerdictUnavailable(message(record["key"], cell=printable(record["instructor_error"], 100),
                                                      named=printable(record.get("error"), 100)))
                 elif "instructor_error" in record:

@@ -1,0 +1,363 @@
+"""The judge's calls of the student's code, sent to the caller as requests (autograder/verdict.py).
+
+The judge runs the whole test cell. Where a `checks.call` reaches the student's code (boundary.Judge), it
+sends the caller a *request*: the function and what it is given, pickled, and the state around the call: the
+machines simulated, grad mode and autocast, the transfer counters and probes active, the random number
+generators. The caller, which waits on nothing else, makes the call and answers with its report
+(boundary.Recorder). So no text of the test cell is ever in a process that runs the student's code: the
+caller learns what the test gives the student's functions, as a student's function in a kernel does, and
+nothing else; a label (`what`) is never sent, a request and its report are numbered instead.
+
+Objects cross once, and each side knows the other's by number (`Handles`). What the caller made (a result,
+its parts) comes back by its number, so the student's own object is given again, hooks and all; what the
+judge made is pickled the first time and known by its number afterwards, the judge's changes to it since
+(a tensor's values and gradient, a module's mode and plain attributes) sent along (`changes`, `take`).
+
+The judge pickles what it made itself: PyTorch's objects and the test cell's. A class the test cell defined
+travels as a stand-in of the same name on its nearest base of PyTorch's, with its state (the student's code
+reads its parts, not its code); a namedtuple as one of the same name and fields. Code of the test cell's own
+(a function, a module with its own `forward`) never travels: `TestCellCode`, the instructor's error; such a
+helper is shipped in autograder.probes. The caller unpickles with the full pickler what it reads: the judge
+wrote it, and the caller is the student's process anyway; the judge reads the caller only as data
+(boundary.read_frame).
+"""
+import contextlib
+import io
+import os
+import pathlib
+import pickle
+import tempfile
+import random
+import struct
+import types
+
+import numpy
+import torch
+from torch import nn
+
+_LENGTH = struct.Struct("<Q")
+TEST_MODULE = "__main__"  # what the classes and functions a test cell defines name as their module (verdict._judge)
+
+
+class TestCellCode(BaseException):
+    """The test cell gives the student's code code of its own (a function, a class with its own `forward`): the
+    caller runs no code of the test's. The instructor's error (verdict_test_cell_gives_code). A BaseException, so
+    that no `except Exception` of the cell takes it for a student's error."""
+
+
+class Handles:
+    """The objects one side knows the other's by, by number: the caller numbers what it makes (1, 2, ...),
+    the judge what it sends (-1, -2, ...), so that neither takes the other's numbers. Each object is kept
+    alive, so that its id is never another's."""
+
+    def __init__(self, step):
+        self.step, self.last = step, 0
+        self.objects = {}  # number → object
+        self.numbers = {}  # id → number
+        self.parts = {}  # id → (object, number, path): a submodule of a module known by number
+
+    def number(self, value) -> int | None:
+        number = self.numbers.get(id(value))
+        return number if number is not None and self.objects[number] is value else None
+
+    def own(self, value) -> int:
+        """The number of `value`, given one now if it has none."""
+        number = self.number(value)
+        if number is None:
+            self.last += self.step
+            number = self.last
+            self.take(number, value)
+        return number
+
+    def take(self, number, value):
+        """`value` is known by `number` now (the judge: what the caller's report calls so)."""
+        self.objects[number] = value
+        self.numbers[id(value)] = number
+        if isinstance(value, nn.Module):
+            for path, module in value.named_modules():
+                if path:
+                    self.parts[id(module)] = (module, number, path)
+
+    def reference(self, value):
+        """How the other side finds `value`: ("handle", number), ("part", number, path), or None."""
+        number = self.number(value)
+        if number is not None:
+            return ("handle", number)
+        part = self.parts.get(id(value))
+        if part is not None and part[0] is value:
+            return ("part", part[1], part[2])
+        return None
+
+    def find(self, reference):
+        if reference[0] == "handle":
+            return self.objects[reference[1]]
+        return self.objects[reference[1]].get_submodule(reference[2])
+
+
+# In the judge
+
+class _Pickler(pickle.Pickler):
+    """The judge's objects as the caller rebuilds them: what the caller knows by number, the student's functions by
+    name, the test cell's classes as stand-ins; every reference met is noted (`met`)."""
+
+    def __init__(self, file, handles, students):
+        super().__init__(file, protocol=5)
+        self.handles, self.students, self.met = handles, students, []
+
+    def persistent_id(self, value):
+        if type(value) is str and value.startswith(_TEMPORARY[0]):  # a path of the test's: the caller's own
+            return ("path", value[len(_TEMPORARY[0]):])
+        if isinstance(value, (str, bytes, int, float, bool, type(None))):
+            return None
+        name = self.students.get(id(value))
+        if name is not None:
+            return ("student", name)
+        reference = self.handles.reference(value)
+        if reference is not None:
+            self.met.append((reference, value))
+        return reference
+
+    def reducer_override(self, value):
+        if isinstance(value, pathlib.PurePath) and not isinstance(value, type):  # its text whole, for persistent_id
+            return type(value), (os.fspath(value),)
+        kind = value if isinstance(value, type) else type(value)
+        if getattr(kind, "__module__", None) != TEST_MODULE and not (
+                isinstance(value, types.FunctionType) and value.__module__ == TEST_MODULE):
+            return NotImplemented
+        if isinstance(value, (type, types.FunctionType)):
+            raise TestCellCode(getattr(value, "__qualname__", "?"))
+        if isinstance(value, tuple) and hasattr(kind, "_fields"):
+            return named_tuple, (kind.__name__, tuple(kind._fields), tuple(value))
+        if isinstance(value, nn.Module):
+            own = [cls for cls in kind.__mro__ if cls.__module__ == TEST_MODULE]
+            if any("forward" in vars(cls) for cls in own):
+                raise TestCellCode(f"{kind.__qualname__}.forward")
+            base = next(cls for cls in kind.__mro__ if cls.__module__ != TEST_MODULE)
+            return stand_in, (kind.__name__, base), value.__getstate__()
+        raise TestCellCode(kind.__qualname__)
+
+
+def request(asked, function, args, kwargs, then, known, handles, students) -> bytes:
+    """The frame of the judge's call number `asked`: (1) what is around it, as plain data, and (2) the call itself. The
+    objects the call gives that the caller does not know yet are numbered once sent (`known`: boundary.Known)."""
+    call = io.BytesIO()
+    new = [value for value in [*(v for v in known.objects if isinstance(v, torch.Tensor)), *known.held]
+           if handles.reference(value) is None]
+    numbers = [handles.last + handles.step * (i + 1) for i in range(len(new))]
+    pickler = _Pickler(call, handles, students)
+    pickler.dump((function, args, kwargs, then, list(zip(numbers, new))))
+    for number, value in zip(numbers, new):
+        handles.take(number, value)
+    if numbers:
+        handles.last = numbers[-1]
+    changed = [(reference, changes(value)) for reference, value in dict(pickler.met).items()]
+    changed += [(("handle", number), changes(value)) for number, value in zip(numbers, new)]
+    around = pickle.dumps({"number": asked, "around": _around(), "changes": changed, "files": _files(args, kwargs)},
+                          protocol=5)
+    return b"".join([_LENGTH.pack(len(around)), around, _LENGTH.pack(len(call.getvalue())), call.getvalue()])
+
+
+_TEMPORARY = [os.path.join(tempfile.gettempdir(), "")]  # where the judge's temporary files are: none is the caller's
+
+
+def _files(args, kwargs) -> list:
+    """The files the test wrote at the paths the call is given (a checkpoint to load): [relative path, bytes]."""
+    from .boundary import _paths
+
+    files = []
+    for path in _paths(args, kwargs):
+        if path.startswith(_TEMPORARY[0]) and os.path.isfile(path):
+            with open(path, "rb") as file:
+                files.append([path[len(_TEMPORARY[0]):], file.read()])
+    return files
+
+
+def changes(value):
+    """What the judge holds of an object the caller knows: a tensor's values and gradient, each submodule's mode,
+    tensors and plain attributes; None for any other object (an optimizer, a data set: sent as they were)."""
+    if isinstance(value, torch.Tensor):
+        return _tensor_state(value)
+    if isinstance(value, nn.Module):
+        return [[path, module.training,
+                 {name: _tensor_state(t) for name, t in [*module._parameters.items(), *module._buffers.items()]
+                  if t is not None},
+                 {name: part for name, part in vars(module).items()
+                  if not name.startswith("_") and name != "training" and type(part) in (bool, int, float, str)}]
+                for path, module in value.named_modules()]
+    return None
+
+
+def _tensor_state(tensor):
+    grad = tensor.grad if tensor.is_leaf else None
+    return [tensor.detach().clone(), tensor.requires_grad, None if grad is None else grad.detach().clone()]
+
+
+def _around() -> dict:
+    """What the judge is inside of now, that the student's call must be inside of too."""
+    from . import simulate
+    from .boundary import _counters
+    from .checks import core
+    from .probes import AUTOCAST_DEVICE_TYPES, copies_skipped
+
+    return {"simulated": list(simulate._SIMULATED[_outside[0]:]),
+            "grad": torch.is_grad_enabled(),
+            "autocast": [[kind, str(torch.get_autocast_dtype(kind)).removeprefix("torch.")]
+                         for kind in AUTOCAST_DEVICE_TYPES if torch.is_autocast_enabled(kind)],
+            "counters": len(_counters()),
+            "copies_skipped": copies_skipped(),
+            "values_on_meta": core._VALUES_ON_META[-1],
+            "random": [torch.get_rng_state(), random.getstate(), numpy.random.get_state()]}
+
+
+_outside = [0]  # the simulations entered around the whole verdict (a grader's machine): not the test's
+
+
+def outside_now():
+    """Called where the verdict starts a test: the machines simulated so far are not the test's to send."""
+    from . import simulate
+
+    _outside[0] = simulate.simulations()
+
+
+# In the caller
+
+def read_request(fd):
+    """The judge's next request: (its plain part, the pickled call), or None when the judge has ended."""
+    from .boundary import read_exactly
+
+    parts = []
+    for _ in range(2):
+        header = read_exactly(fd, _LENGTH.size)
+        data = read_exactly(fd, _LENGTH.unpack(header)[0]) if header is not None else None
+        if data is None:
+            return None
+        parts.append(data)
+    return pickle.loads(parts[0]), parts[1]
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, file, handles, scope):
+        super().__init__(file)
+        self.handles, self.scope = handles, scope
+
+    def persistent_load(self, reference):
+        if reference[0] == "student":
+            return self.scope[reference[1]]
+        if reference[0] == "path":
+            return _here(reference[1])
+        return self.handles.find(reference)
+
+
+def _here(relative) -> str:
+    """Where a path of the judge's temporary folder is in the caller: in a folder of its own, which it may write,
+    the folder around it made."""
+    path = os.path.join(tempfile.gettempdir(), "judged", relative)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    return path
+
+
+def the_call(plain, data, handles, scope):
+    """The request's call as this side makes it: (function, args, kwargs, then), what the judge changed taken."""
+    function, args, kwargs, then, new = _Unpickler(io.BytesIO(data), handles, scope).load()
+    for number, value in new:
+        handles.take(number, value)
+    for reference, state in plain["changes"]:
+        take(handles.find(reference), state)
+    for relative, data in plain["files"]:
+        with open(_here(relative), "wb") as file:
+            file.write(data)
+    return function, args, kwargs, then
+
+
+def take(value, state):
+    """Write the judge's `changes` into this side's object, where they differ: its identity, and everything the
+    judge does not see (the student's hooks, attributes, caches), stay."""
+    if state is None:
+        return
+    if isinstance(value, torch.Tensor):
+        _take_tensor(value, state)
+        return
+    for path, training, tensors, attributes in state:
+        try:
+            module = value.get_submodule(path)
+        except AttributeError:
+            continue
+        module.training = training
+        for name, tensor_state in tensors.items():
+            tensor = module._parameters.get(name, module._buffers.get(name))
+            if isinstance(tensor, torch.Tensor):
+                _take_tensor(tensor, tensor_state)
+        for name, part in attributes.items():
+            if vars(module).get(name, _MISSING) != part:
+                vars(module)[name] = part
+
+
+_MISSING = object()
+
+
+def _take_tensor(tensor, state):
+    from .boundary import _differs, _replace_data
+
+    payload, requires_grad, grad = state
+    if _differs(tensor, payload):
+        _replace_data(tensor, payload)
+    if tensor.is_leaf and tensor.requires_grad != requires_grad and tensor.is_floating_point():
+        tensor.requires_grad_(requires_grad)
+    if tensor.is_leaf and (grad is None) != (tensor.grad is None) or grad is not None and _differs(tensor.grad, grad):
+        tensor.grad = grad
+
+
+@contextlib.contextmanager
+def around(plain):
+    """Inside what the judge was inside of at its call (`_around`)."""
+    from .checks import core
+    from .probes import TransferCounter, meta_copies_skipped
+    from .simulate import simulated_accelerator
+
+    state = plain["around"]
+    with contextlib.ExitStack() as stack:
+        for kind, built in state["simulated"]:
+            stack.enter_context(simulated_accelerator(kind, built))
+        stack.enter_context(torch.set_grad_enabled(state["grad"]))
+        for kind, dtype in state["autocast"]:
+            stack.enter_context(torch.autocast(kind, dtype=getattr(torch, dtype)))
+        for _ in range(state["counters"]):
+            stack.enter_context(TransferCounter())
+        if state["copies_skipped"]:
+            stack.enter_context(meta_copies_skipped())
+        if not state["values_on_meta"]:
+            stack.enter_context(core.host_reads_fail_on_meta())
+        generator, python, legacy = state["random"]
+        torch.set_rng_state(generator)
+        random.setstate(python)
+        numpy.random.set_state(legacy)
+        yield
+
+
+_STAND_INS = {}
+
+
+def stand_in(name, base):
+    """A module of the test cell's class `name`, on its nearest base of PyTorch's (`base`): its parts are the
+    test's, its code PyTorch's."""
+    if (name, base) not in _STAND_INS:
+        _STAND_INS[name, base] = type(name, (base,), {"__module__": "autograder.test"})
+    kind = _STAND_INS[name, base]
+    return kind.__new__(kind)
+
+
+_NAMED_TUPLES = {}
+
+
+def named_tuple(name, fields, values):
+    from collections import namedtuple
+
+    if (name, fields) not in _NAMED_TUPLES:
+        _NAMED_TUPLES[name, fields] = namedtuple(name, fields)
+    return _NAMED_TUPLES[name, fields](*values)
+
+
+def send(fd, frame):
+    view = memoryview(frame)
+    while view:
+        view = view[os.write(fd, view):]
