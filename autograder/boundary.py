@@ -349,14 +349,14 @@ def _arrived(signum, frame):
 
 
 class Judge(_Side):
-    """In the judge: each call of the student's code is asked of the caller (calls.request), on `asks`; its result
-    is the caller's, read and rebuilt from data alone. `students`: the stubs, by name."""
+    """In the judge: each call of the student's code is asked of the caller (calls.request, sent by `ask`); its
+    result is the caller's, read on `fd` and rebuilt from data alone. `students`: the stubs, by name."""
 
-    def __init__(self, fd, asks, students):
+    def __init__(self, fd, ask, students=None):
         from .calls import Handles
 
-        super().__init__(fd, list(students.values()))
-        self.asks, self.names = asks, {id(stub): name for name, stub in students.items()}
+        super().__init__(fd, None if students is None else list(students.values()))  # None: every call crosses
+        self.ask, self.names = ask, {id(stub): name for name, stub in (students or {}).items()}  # ask(frame): sends it
         self.handles, self.asked = Handles(-1), 0
 
     @staticmethod
@@ -376,10 +376,7 @@ class Judge(_Side):
                 frame = calls.request(self.asked, function, args, kwargs, then, known, self.handles, self.names)
         except (pickle.PicklingError, TypeError, AttributeError) as error:  # something of the test's that cannot travel
             raise calls.TestCellCode(f"{type(error).__name__}: {error}") from None
-        try:
-            calls.send(self.asks, frame)
-        except OSError:  # the caller has ended: its report is missing
-            pass
+        self.ask(frame)
         with _NO_DISPATCH(), _NO_TORCH_FUNCTION():  # what rebuilding does is not the student's: no counter sees it
             report = self._receive(what)
         if report.get("what") != self.asked:

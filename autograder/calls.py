@@ -357,7 +357,27 @@ def named_tuple(name, fields, values):
     return _NAMED_TUPLES[name, fields](*values)
 
 
-def send(fd, frame):
-    view = memoryview(frame)
-    while view:
-        view = view[os.write(fd, view):]
+def sender(fd):
+    """The judge's `ask`: a request written whole on `fd`; none when the caller has ended (its report is missing)."""
+    def send(frame):
+        view = memoryview(frame)
+        with contextlib.suppress(OSError):
+            while view:
+                view = view[os.write(fd, view):]
+    return send
+
+
+def answer(asked, recorder, handles, scope, run):
+    """The caller's answer to one request (`read_request`): the call made inside what the judge was inside of,
+    its report sent by `recorder` (boundary.Recorder), a failed call's too."""
+    plain, data = asked
+    with around(plain):
+        try:
+            function, args, kwargs, then = the_call(plain, data, handles, scope)
+        except Exception:  # noqa: BLE001: the student's program broke what rebuilds the call
+            recorder.unreadable(plain["number"])
+            return
+        try:
+            recorder.call(plain["number"], function, args, kwargs, then, run)
+        except AssertionError:  # sent to the judge as the call's failure
+            pass

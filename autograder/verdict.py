@@ -60,7 +60,7 @@ from .kernel import PAUSED_RECORD
 from .linux import PR_SET_DUMPABLE, close_all_but
 from . import program
 from .program import STUDENTS_MACHINE
-from .calls import outside_now
+from .calls import outside_now, sender
 from .simulate import questions, simulated_accelerator, simulated_machine
 
 RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
@@ -330,17 +330,7 @@ def _caller(started, namespace, writer, asks, names, again=(), clock=None):
 
         async def serve():
             while (asked := calls.read_request(asks)) is not None:
-                plain, data = asked
-                with calls.around(plain):
-                    try:
-                        function, args, kwargs, then = calls.the_call(plain, data, handles, scope)
-                    except Exception:  # noqa: BLE001: the student's program broke what rebuilds the call
-                        recorder.unreadable(plain["number"])
-                        continue
-                    try:
-                        recorder.call(plain["number"], function, args, kwargs, then, core.run_here)
-                    except AssertionError:  # sent to the judge as the call's failure
-                        pass
+                calls.answer(asked, recorder, handles, scope, core.run_here)
 
         loop.run_until_complete(serve())
     finally:
@@ -564,7 +554,7 @@ def _judge(cell, namespace, writer, calls, asks, seed):
             boundary.take_torch_settings(settings)  # the test's tensors made as in the student's kernel
             boundary.same_draws(seed)
             judged = _judged(namespace, names)
-            core.use_boundary(boundary.Judge(calls, asks, {name: judged[name] for name in names if name in judged}))
+            core.use_boundary(boundary.Judge(calls, sender(asks), {name: judged[name] for name in names if name in judged}))
             outside_now()  # the machines simulated from here on are the test's, and the caller's too
             with simulated_machine(STUDENTS_MACHINE):  # the same grade on every grader, a GPU's too
                 result = _test(cell, judged)

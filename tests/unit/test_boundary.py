@@ -1,10 +1,12 @@
-"""A sealed call (autograder/boundary.py): what the caller sends is all the judge sees, rebuilt from data.
+"""A sealed call (autograder/boundary.py, autograder/calls.py): what the caller sends is all the judge sees,
+rebuilt from data.
 
-Both sides run here in one process, over a real pipe: the Recorder runs the function on the arguments
-and writes, the Judge reads and rebuilds with a deep copy of them (as a forked child has its own), and
-the checks run on what the Judge returned.
+Both sides run here in one process, over real pipes: the Judge asks for the call with its own arguments, the
+caller makes it on its copies of them (as a forked child rebuilds them from the request) and writes its report,
+the Judge reads and rebuilds it, and the checks run on what the Judge returned.
 """
 import copy
+import fcntl
 import io
 import os
 import pickle
@@ -14,18 +16,27 @@ from collections.abc import Mapping
 
 import pytest
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 
-from autograder import boundary, checks, has_data
+from autograder import boundary, calls, checks, has_data
 from autograder.devices import same_device
 from autograder.checks import core
+from autograder.probes import gradient_of_three_times
 from support.messages import shows
 
 Sample = namedtuple("Sample", ["image", "label"])
+PIPE_SIZE = 2**20  # so that one side writes a whole frame before the other reads it (F_SETPIPE_SZ)
+
+
+def _pipe():
+    reader, writer = os.pipe()
+    fcntl.fcntl(writer, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+    return reader, writer
 
 
 @pytest.fixture
 def pipe():
-    reader, writer = os.pipe()
+    reader, writer = _pipe()
     yield reader, writer
     for fd in (reader, writer):
         try:
@@ -34,13 +45,44 @@ def pipe():
             pass
 
 
-def sealed(pipe, function, *args, then=None, judged=None):
-    """`checks.call` across the boundary: the caller's result as the judge rebuilds it. `judged`: the
-    judge's own arguments, equal to the caller's (a deep copy of them unless given)."""
+class Caller:
+    """The caller's side, answering each request as soon as it is sent (calls.answer); `students`: the student's
+    functions and classes by name."""
+
+    def __init__(self, writer, students):
+        self.handles, self.scope = calls.Handles(1), dict(students)
+        self.recorder = boundary.Recorder(writer, list(students.values()), self.handles)
+
+    def answer(self, frame):
+        reader, writer = _pipe()
+        try:
+            calls.sender(writer)(frame)
+            os.close(writer)
+            with _disable_current_modes():  # the judge's counters are not the caller's (a process of its own)
+                calls.answer(calls.read_request(reader), self.recorder, self.handles, self.scope, core.run_here)
+        finally:
+            os.close(reader)
+
+
+def told(reader, students=None):
+    """A judge that reads what was written on `reader` as the report of its first call (its request goes nowhere);
+    `students`: the stubs, by name (None: every call crosses)."""
+    return boundary.Judge(reader, lambda frame: None, students)
+
+
+def judge_and_caller(pipe, **students):
+    """A judge whose every request a caller answers here at once; `students`: the student's functions and classes
+    by name, which the judge holds as stubs (the second value returned, by name) and the caller as they are."""
     reader, writer = pipe
-    judged = copy.deepcopy(args) if judged is None else judged
-    boundary.Recorder(writer).call("f(...)", function, args, {}, then, core.run_here)
-    return boundary.Judge(reader).call("f(...)", function, judged, {}, then, core.run_here)
+    stubs = {name: boundary.stub(name) for name in students}
+    return boundary.Judge(reader, Caller(writer, students).answer, stubs), stubs
+
+
+def sealed(pipe, function, *args, then=None, judged=None):
+    """`checks.call` across the boundary: the caller's result as the judge rebuilds it. `judged`: the judge's own
+    arguments (`args` unless given), which the caller receives as copies."""
+    judge, stubs = judge_and_caller(pipe, f=function)
+    return judge.call("f(...)", stubs["f"], args if judged is None else judged, {}, then, core.run_here)
 
 
 @pytest.mark.parametrize("value", [None, True, 3, 2.5, "text", torch.device("meta"), torch.bfloat16],
@@ -222,13 +264,9 @@ def test_a_new_tensor_that_needs_no_gradient_needs_none_in_the_judge(pipe, made)
 
 def test_a_gradient_is_measured_by_then_where_the_result_was_made(pipe):
     w = torch.ones(3, requires_grad=True)
-
-    def gradient(moved, w):
-        (moved * 3).sum().backward()
-        return w.grad
-
     judged = torch.ones(3, requires_grad=True)
-    assert torch.equal(sealed(pipe, lambda t: t.clone(), w, then=gradient, judged=(judged,)), torch.full((3,), 3.0))
+    assert torch.equal(sealed(pipe, lambda t: t.clone(), w, then=gradient_of_three_times, judged=(judged,)),
+                       torch.full((3,), 3.0))
     assert judged.grad is None  # the judge's own tensor: nothing ran backward there
 
 
@@ -248,6 +286,7 @@ def test_a_module_changed_in_place_is_changed_in_the_judge_keeping_its_parameter
         return m
 
     assert sealed(pipe, cast_and_train, model, judged=(judged,)) is judged
+    cast_and_train(model)  # as the caller changed its copy
     assert judged[0].weight is parameters["0.weight"] and judged[0].weight.dtype == torch.float16
     assert torch.equal(judged[0].weight, model[0].weight) and torch.equal(judged[0].weight.grad, model[0].weight.grad)
     assert judged.training and not judged[1].training
@@ -332,6 +371,7 @@ def test_an_optimizer_and_a_grad_scaler_changed_by_the_call_are_changed_in_the_j
         opt.param_groups[0]["lr"] = 0.5
 
     sealed(pipe, step, model, optimizer, scaler, judged=judged)
+    step(model, optimizer, scaler)  # as the caller changed its copies
     judged_model, judged_optimizer, judged_scaler = judged
     assert judged_scaler.get_scale() == 16.0
     assert judged_optimizer.param_groups[0]["lr"] == 0.5
@@ -399,7 +439,7 @@ def test_a_forged_state_of_an_argument_fails_the_call(pipe, state, broken):
         module[state] = [broken]
     os.write(writer, forged(report))
     with pytest.raises(AssertionError) as failure:
-        boundary.Judge(reader).call("f()", None, (model,), {}, None, core.run_here)
+        told(reader).call("f()", None, (model,), {}, None, core.run_here)
     assert failure.value.course_key == "verdict_call_unreadable" and failure.value.course_fields["what"] == "f()"
     assert model._parameters == before and model.training  # nothing written
 
@@ -436,11 +476,8 @@ def test_the_error_the_callers_function_raised_is_the_cause_of_the_judges_diagno
     def on_meta(t):
         return t.to("meta").cpu()
 
-    reader, writer = pipe
-    with pytest.raises(AssertionError):
-        boundary.Recorder(writer).call("f(t)", on_meta, (torch.ones(2),), {}, None, core.run_here)
     with pytest.raises(AssertionError) as failure:
-        boundary.Judge(reader).call("f(t)", on_meta, (torch.ones(2),), {}, None, core.run_here)
+        sealed(pipe, on_meta, torch.ones(2))
     assert "Cannot copy out of meta tensor" in str(failure.value.__cause__)
 
 
@@ -453,14 +490,14 @@ def test_the_judge_knows_the_error_the_callers_function_raised_by_its_classes(pi
         if raised is not None:
             raise raised("split over several devices")
 
-    reader, writer = pipe
-    for side in (boundary.Recorder(writer), boundary.Judge(reader)):
-        monkeypatch.setattr(core, "boundary", side)
-        try:
-            checks.assert_raises(ValueError, "model_device(split)", model_device, torch.ones(1), hint="hint_split_devices")
-            outcome = True
-        except AssertionError as failure:
-            outcome = failure
+    judge, stubs = judge_and_caller(pipe, model_device=model_device)
+    monkeypatch.setattr(core, "boundary", judge)
+    try:
+        checks.assert_raises(ValueError, "model_device(split)", stubs["model_device"], torch.ones(1),
+                             hint="hint_split_devices")
+        outcome = True
+    except AssertionError as failure:
+        outcome = failure
     assert outcome is True if passes else outcome.course_key == "expected_error"
 
 
@@ -490,13 +527,12 @@ def test_a_transfer_counter_around_a_call_counts_what_the_callers_counter_saw(pi
     from autograder.probes import count_transfers
 
     function = partial(function, device=accelerator)
-    reader, writer = pipe
     tensors = [torch.ones(2) for _ in range(3)]
-    with count_transfers() as caller:
-        boundary.Recorder(writer).call("f()", function, (tensors,), {}, None, core.run_here)
-    with count_transfers() as judge:
-        moved = boundary.Judge(reader).call("f()", function, (copy.deepcopy(tensors),), {}, None, core.run_here)
-    assert caller.transfers == judge.transfers == transfers
+    with count_transfers() as here:
+        function(copy.deepcopy(tensors))
+    with count_transfers() as judge:  # the caller counts inside a counter of its own: the judge's is told
+        moved = sealed(pipe, function, tensors)
+    assert here.transfers == judge.transfers == transfers
     checks.assert_transfers(judge, transfers, "f()", result=moved)
 
 
@@ -509,11 +545,8 @@ def test_a_result_made_out_of_the_callers_sight_is_unseen_by_the_judges_counter(
         with _disable_current_modes():
             return t.to("meta")
 
-    reader, writer = pipe
-    with count_transfers():
-        boundary.Recorder(writer).call("f()", hidden, (torch.ones(2),), {}, None, core.run_here)
     with count_transfers() as judge:
-        moved = boundary.Judge(reader).call("f()", hidden, (torch.ones(2),), {}, None, core.run_here)
+        moved = sealed(pipe, hidden, torch.ones(2))
     with pytest.raises(AssertionError) as failure:
         checks.assert_transfers(judge, 1, "f()", result=moved)
     assert failure.value.course_key == "transfer_unseen"
@@ -521,8 +554,6 @@ def test_a_result_made_out_of_the_callers_sight_is_unseen_by_the_judges_counter(
 
 def test_only_a_call_that_involves_the_students_code_crosses(pipe):
     """`DataLoader(dataset, **kwargs)` runs on each side; a call on a student's object runs where it lives."""
-    reader, writer = pipe
-
     class Sampler:  # a student's object: the judge holds it as an opaque stand-in
         def __iter__(self):
             return iter([2, 0, 1])
@@ -530,38 +561,26 @@ def test_only_a_call_that_involves_the_students_code_crosses(pipe):
     def make_sampler():
         return Sampler()
 
-    def stub():
-        raise AssertionError("the judge never calls the student's function")
-
     def total(values):  # the test's own function
         return sum(values)
 
-    recorder, judge = boundary.Recorder(writer, [make_sampler]), boundary.Judge(reader, [stub])
-    for side in (recorder, judge):  # nothing sent: the judge's next read is the student's call
-        assert side.call("len()", len, ([1, 2],), {}, None, core.run_here) == 2
-        assert side.call("total()", total, ([1, 2],), {}, None, core.run_here) == 3
-    sampler = recorder.call("make_sampler()", make_sampler, (), {}, None, core.run_here)
-    recorder.call("list(sampler)", list, (sampler,), {}, None, core.run_here)
-    stand_in = judge.call("make_sampler()", stub, (), {}, None, core.run_here)
-    assert judge.call("list(sampler)", list, (stand_in,), {}, None, core.run_here) == [2, 0, 1]
+    judge, stubs = judge_and_caller(pipe, make_sampler=make_sampler)
+    assert judge.call("len()", len, ([1, 2],), {}, None, core.run_here) == 2  # nothing asked
+    assert judge.call("total()", total, ([1, 2],), {}, None, core.run_here) == 3
+    assert judge.asked == 0
+    stand_in = judge.call("make_sampler()", stubs["make_sampler"], (), {}, None, core.run_here)
+    assert judge.call("list(sampler)", list, (stand_in,), {}, None, core.run_here) == [2, 0, 1]  # on the caller's
 
 
 def test_a_call_on_a_mapping_of_the_students_class_that_a_call_returned_crosses(pipe):
     """The judge holds it as an opaque stand-in: `len(options)` runs in the caller, on the student's object."""
-    reader, writer = pipe
-
     def make_options():
         return Options()
 
-    def stub():
-        raise AssertionError("the judge never calls the student's function")
-
-    recorder, judge = boundary.Recorder(writer, [make_options]), boundary.Judge(reader, [stub])
-    options = recorder.call("make_options()", make_options, (), {}, None, core.run_here)
-    assert recorder.call("len(options)", len, (options,), {}, None, core.run_here) == 1
-    os.close(writer)  # what the caller did not send, the judge finds lost
-    stand_in = judge.call("make_options()", stub, (), {}, None, core.run_here)
+    judge, stubs = judge_and_caller(pipe, make_options=make_options)
+    stand_in = judge.call("make_options()", stubs["make_options"], (), {}, None, core.run_here)
     assert judge.call("len(options)", len, (stand_in,), {}, None, core.run_here) == 1
+    assert judge.asked == 2
 
 
 def test_a_module_that_carries_the_students_hooks_runs_in_the_caller(pipe, monkeypatch):
@@ -572,19 +591,11 @@ def test_a_module_that_carries_the_students_hooks_runs_in_the_caller(pipe, monke
         model[1].register_forward_hook(lambda m, args, out: out.to(dtype))
         return model
 
-    def stub(model, dtype):
-        raise AssertionError("the judge never calls the student's function")
-
-    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.LayerNorm(4)).eval()
-    judged = copy.deepcopy(model)
-    reader, writer = pipe
+    judged = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.LayerNorm(4)).eval()
     x = torch.randn(2, 3, dtype=torch.bfloat16)
-    monkeypatch.setattr(core, "boundary", boundary.Recorder(writer, [cast_floating]))
-    checks.call("cast_floating(model, torch.bfloat16)", cast_floating, model, torch.bfloat16)
-    checks.assert_16_bit_forward(model, x, torch.bfloat16, "<cast model>(x)")
-    judge = boundary.Judge(reader, [stub])
+    judge, stubs = judge_and_caller(pipe, cast_floating=cast_floating)
     monkeypatch.setattr(core, "boundary", judge)
-    assert checks.call("cast_floating(model, torch.bfloat16)", stub, judged, torch.bfloat16) is judged
+    assert checks.call("cast_floating(model, torch.bfloat16)", stubs["cast_floating"], judged, torch.bfloat16) is judged
     assert judge.carries(judged) and not judged[1]._forward_hooks  # the hooks stay in the caller
     checks.assert_16_bit_forward(judged, x, torch.bfloat16, "<cast model>(x)")  # run there, read here
 
@@ -608,18 +619,9 @@ class Masked(torch.nn.Module):
 
 def test_a_module_of_the_students_class_is_a_stand_in_whose_calls_cross(pipe, accelerator):
     """a2's MaskedLinear: built, called and moved through checks.call; the judge holds a stand-in."""
-    reader, writer = pipe
-
-    def stub(*args):
-        raise AssertionError("the judge never calls the student's class")
-
-    recorder, judge = boundary.Recorder(writer, [Masked]), boundary.Judge(reader, [stub])
-    mask = torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
-    layer = recorder.call("Masked(mask)", Masked, (mask,), {}, None, core.run_here)
-    recorder.call("layer(x)", layer, (torch.ones(1, 3),), {}, None, core.run_here)
-    recorder.call("layer.to(device)", layer.to, (accelerator,), {}, None, core.run_here)
-    judged_mask = mask.clone()
-    stand_in = judge.call("Masked(mask)", stub, (judged_mask,), {}, None, core.run_here)
+    judge, stubs = judge_and_caller(pipe, Masked=Masked)
+    judged_mask = torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
+    stand_in = judge.call("Masked(mask)", stubs["Masked"], (judged_mask,), {}, None, core.run_here)
     assert type(stand_in).__name__ == "Masked" and isinstance(stand_in, torch.nn.Module)
     assert stand_in.mask is stand_in._buffers["_mask"] is judged_mask  # the property's value, the same tensor
     assert stand_in._non_persistent_buffers_set == {"_mask"} and stand_in.scale == 2.0
@@ -652,7 +654,7 @@ def test_a_result_nested_as_deep_as_the_limit_comes_back_and_no_deeper(pipe, wra
         result = wrap(result)
     assert sealed(pipe, lambda: result) == result
     with pytest.raises(RecursionError):  # the caller sends nothing: the judge's call is lost
-        boundary.Recorder(pipe[1]).call("f()", lambda: wrap(result), (), {}, None, core.run_here)
+        boundary.Recorder(pipe[1]).call(1, lambda: wrap(result), (), {}, None, core.run_here)
 
 
 def test_a_tensor_computed_in_the_call_from_none_of_its_arguments_still_requires_grad(pipe):
@@ -666,11 +668,9 @@ def test_a_failed_calls_diagnostic_is_the_judges_own(pipe):
     def unanswered():
         raise NotImplementedError()
 
-    reader, writer = pipe
-    with pytest.raises(AssertionError):
-        boundary.Recorder(writer).call("f()", unanswered, (), {}, None, core.run_here)
+    judge, stubs = judge_and_caller(pipe, unanswered=unanswered)
     with pytest.raises(AssertionError) as failure:
-        boundary.Judge(reader).call("f()", unanswered, (), {}, None, core.run_here)
+        judge.call("f()", stubs["unanswered"], (), {}, None, core.run_here)
     assert failure.value.course_key == "not_answered" and failure.value.course_fields == {"what": "f()"}
 
 
@@ -703,9 +703,9 @@ def test_tampering_seen_in_the_caller_is_the_judges_diagnostic_naming_only_watch
 
     reader, writer = pipe
     with pytest.raises(AssertionError):
-        boundary.Recorder(writer).call("f()", None, (), {}, None, tampered)
+        boundary.Recorder(writer).call(1, None, (), {}, None, tampered)
     with pytest.raises(AssertionError) as failure:
-        boundary.Judge(reader).call("f()", None, (), {}, None, core.run_here)
+        told(reader).call("f()", None, (), {}, None, core.run_here)
     assert failure.value.course_key == "tampering" and failure.value.course_fields == {"what": "f()", "names": shown}
 
 
@@ -720,7 +720,7 @@ def test_a_raised_error_crosses_with_the_source_lines_of_its_innermost_frames_on
     innermost ones are where the student's mistake is; the outer ones, the test's, do not cross."""
     reader, writer = pipe
     with pytest.raises(AssertionError):
-        boundary.Recorder(writer).call("f(20)", recursing, (20,), {}, None, core.run_here)
+        boundary.Recorder(writer).call(1, recursing, (20,), {}, None, core.run_here)
     lines = boundary.read_frame(reader)["failed"]["lines"]
     assert lines == ['raise ValueError("the innermost frame")', *["return recursing(depth - 1)"] * 7]
 
@@ -728,9 +728,9 @@ def test_a_raised_error_crosses_with_the_source_lines_of_its_innermost_frames_on
 def test_the_judge_shows_no_more_source_lines_than_an_honest_caller_sends(pipe):
     reader, writer = pipe
     lines = [f"line_{i} = {i}" for i in range(20)]
-    os.write(writer, forged({"what": "f()", "failed": {"kinds": ["ValueError"], "cause": "", "lines": lines}}))
+    os.write(writer, forged({"what": 1, "failed": {"kinds": ["ValueError"], "cause": "", "lines": lines}}))
     with pytest.raises(AssertionError) as failure:
-        boundary.Judge(reader).call("f()", None, (), {}, None, core.run_here)
+        told(reader).call("f()", None, (), {}, None, core.run_here)
     assert failure.value.course_fields["lines"].splitlines() == lines[:8]
 
 
@@ -782,9 +782,9 @@ def test_the_report_is_sent_whatever_a_cell_replaced_of_torch_save(pipe, monkeyp
     for owner, name in [(torch, "save"), (torch.serialization, "_check_dill_version"), (torch.serialization, "_save"),
                         (pickle, "Pickler"), (torch.Tensor, "__reduce_ex__"), (torch.Tensor, "__torch_function__")]:
         monkeypatch.setattr(owner, name, rewrite)
-    boundary.Recorder(writer).call("f()", lambda: torch.arange(3.0), (), {}, None, core.run_here)
+    boundary.Recorder(writer).call(1, lambda: torch.arange(3.0), (), {}, None, core.run_here)
     monkeypatch.undo()
-    back = boundary.Judge(reader).call("f()", None, (), {}, None, core.run_here)
+    back = told(reader).call("f()", None, (), {}, None, core.run_here)
     assert torch.equal(back, torch.arange(3.0))
 
 
@@ -796,12 +796,12 @@ def test_the_report_is_sent_whatever_a_cell_replaced_of_torch_save(pipe, monkeyp
         "unknown-device", "a-string"])
 def test_a_payload_that_is_not_a_tensors_bytes_fails_the_call(pipe, payload):
     reader, writer = pipe
-    os.write(writer, forged({"what": "f()", "result": {"kind": "tensor", "payload": 0, "same": None, "parameter": False,
+    os.write(writer, forged({"what": 1, "result": {"kind": "tensor", "payload": 0, "same": None, "parameter": False,
                                                        "requires_grad": False, "leaf": True, "sources": [],
                                                        "grad_fn": "NoneType"},
                              "payloads": [payload], "held": [], "counters": [], "files": [], "carrying": []}))
     with pytest.raises(AssertionError) as failure:
-        boundary.Judge(reader).call("f()", None, (), {}, None, core.run_here)
+        told(reader).call("f()", None, (), {}, None, core.run_here)
     assert failure.value.course_key == "verdict_call_unreadable" and failure.value.course_fields["what"] == "f()"
 
 
@@ -824,7 +824,7 @@ def test_whatever_else_the_caller_sends_fails_the_call(pipe, sent, tmp_path, mon
     os.write(writer, sent)
     os.close(writer)
     with pytest.raises(AssertionError) as failure:
-        boundary.Judge(reader).call("f()", None, (), {}, None, core.run_here)
+        told(reader).call("f()", None, (), {}, None, core.run_here)
     assert failure.value.course_key in ("verdict_call_lost", "verdict_call_unreadable")
     assert failure.value.course_fields["what"] == "f()"  # the judge's own label
     assert not (tmp_path / "planted").exists()
@@ -832,17 +832,17 @@ def test_whatever_else_the_caller_sends_fails_the_call(pipe, sent, tmp_path, mon
 
 def test_a_result_for_another_call_fails_the_call(pipe):
     reader, writer = pipe
-    boundary.Recorder(writer).call("g()", lambda: 1, (), {}, None, core.run_here)
+    boundary.Recorder(writer).call(2, lambda: 1, (), {}, None, core.run_here)  # the report of request 2
     with pytest.raises(AssertionError) as failure:
-        boundary.Judge(reader).call("f()", None, (), {}, None, core.run_here)
+        told(reader).call("f()", None, (), {}, None, core.run_here)  # request 1
     assert failure.value.course_key == "verdict_call_unreadable" and failure.value.course_fields["what"] == "f()"
 
 
 def test_a_result_of_an_unknown_kind_fails_the_call(pipe):
     reader, writer = pipe
-    os.write(writer, forged({"what": "f()", "result": {"kind": "function", "value": "os.system"}, "payloads": [],
+    os.write(writer, forged({"what": 1, "result": {"kind": "function", "value": "os.system"}, "payloads": [],
                              "held": [], "counters": [], "files": [], "carrying": []}))
-    back = boundary.Judge(reader).call("f()", None, (), {}, None, core.run_here)
+    back = told(reader).call("f()", None, (), {}, None, core.run_here)
     assert type(back).__module__ == boundary.__name__  # an opaque stand-in, which no check accepts
     with pytest.raises(AssertionError):
         checks.assert_tensor(back, "f()")
@@ -943,8 +943,8 @@ def test_a_signal_handler_of_the_students_never_runs_while_the_report_is_made(pi
     previous = signal.signal(signal.SIGALRM, handler)
     try:
         for _ in range(3):
-            boundary.Recorder(writer).call("f()", answer, (), {}, None, core.run_here)
-            assert len(boundary.Judge(reader).call("f()", None, (), {}, None, core.run_here)) == 200
+            boundary.Recorder(writer).call(1, answer, (), {}, None, core.run_here)
+            assert len(told(reader).call("f()", None, (), {}, None, core.run_here)) == 200
             assert signal.getsignal(signal.SIGALRM) is handler and gc.isenabled()
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -952,16 +952,14 @@ def test_a_signal_handler_of_the_students_never_runs_while_the_report_is_made(pi
     assert seen and not [names for names in seen if making & set(names)], seen  # it ran, never inside the report
 
 
-@pytest.mark.parametrize("side", ["caller", "judge"])
-def test_a_call_that_stays_on_its_side_runs_then_and_labels_its_error(pipe, side):
-    """A call that involves no student's code (a library's function on the test's own data) runs on each side as
-    it is, `then` included, and an error it raises is labelled with the test's call."""
-    reader, writer = pipe
-    made = boundary.Recorder(writer, students=[]) if side == "caller" else boundary.Judge(reader, students=[])
+def test_a_call_that_stays_in_the_judge_runs_then_and_labels_its_error(pipe):
+    """A call that involves no student's code (a library's function on the test's own data) runs in the judge as it
+    is, `then` included, and an error it raises is labelled with the test's call; nothing is asked of the caller."""
+    made, _ = judge_and_caller(pipe)
     assert made.call("len(x)", len, ([1, 2],), {}, lambda result, *args: result * 10, core.run_here) == 20
     with pytest.raises(AssertionError) as failure:
         made.call("int('x')", int, ("x",), {}, None, core.run_here)
-    assert failure.value.course_fields["what"] == "int('x')"
+    assert failure.value.course_fields["what"] == "int('x')" and made.asked == 0
 
 
 def test_a_name_that_is_not_a_string_is_sent_as_a_mark_without_running_its_code():

@@ -86,15 +86,16 @@ def test_a_tests_clock_stands_still_while_cells_run_again_and_no_longer_than_its
     the time the caller said it ran cells again, up to RUN_AGAIN_ALLOWANCE limits; the grader is told once."""
     calls, silent = os.pipe()
     clock, caller = os.pipe()
+    asked, asks = os.pipe()
     os.write(caller, marks)
     told = []
     started = time.monotonic()
-    result = verdict.run_test({"grade_id": "t", "source": "pass"}, "pass", {}, 0.3, calls, clock=clock,
+    result = verdict.run_test({"grade_id": "t", "source": "pass"}, {}, 0.3, calls, asks, clock=clock,
                               paused=lambda: told.append(True), allowance=0.3 * RUN_AGAIN_ALLOWANCE)
     took = time.monotonic() - started
     assert result["key"] == "timed_out" and told == [True] * (b"(" in marks)
     assert 0.3 * limits - 0.05 < took < 0.3 * limits + 0.5
-    for fd in (calls, silent, clock, caller):
+    for fd in (calls, silent, clock, caller, asked, asks):
         os.close(fd)
 
 
