@@ -1,35 +1,35 @@
 """A test cell, sealed: the student's functions run in one process, the checks decide in another.
 
-In the verdict (autograder/verdict.py) every test cell runs twice, side by side:
+In the verdict (autograder/verdict.py) every test cell has two processes:
 
-* the *caller*, forked from the verdict's program process (the student's notebook as it ran), runs the
-  cell's calls with the student's namespace (autograder/slicing.py: what calls the student's code and
-  what builds its arguments). Each `checks.call` runs the student's function there and sends what it
-  returned, as data, to the judge: tensors with their device, dtype, values and autograd state, devices,
-  dtypes, numbers, strings and containers. Then the caller goes on with the cell's next call;
 * the *judge*, forked from the verdict's parent, which has run no student code, runs the whole cell, where
-  the student's functions are stubs that are never called: each `checks.call` reads the caller's next
-  result instead, rebuilt from data alone, and every check of the cell runs on it. Only the judge's
-  outcome is written to the grader. A call that failed in the caller is the judge's own diagnostic,
-  made from its own label and the error's kind and text (`_reported`): the caller ran the cell's calls,
-  so no text it sends is shown as it is. A tensor argument changed in place fails the call (`ChangedArgument`).
+  the student's functions are stubs that are never called. Each `checks.call` that reaches the student's code
+  is asked of the caller (autograder/calls.py: the function and what the test gives it, as data), and its
+  result read back, rebuilt from data alone; every check of the cell runs on it. Only the judge's outcome is
+  written to the grader. A call that failed in the caller is the judge's own diagnostic, made from its own
+  label and the error's kind and text (`_reported`): no text the caller sends is shown as it is. A tensor
+  argument changed in place fails the call (`ChangedArgument`);
+* the *caller*, forked from the verdict's program process (the student's notebook as it ran), makes each
+  call it is asked for with the student's namespace and sends what it returned, as data: tensors with their
+  device, dtype, values and autograd state, devices, dtypes, numbers, strings and containers. It knows
+  nothing of the test cell but what the test gives the student's functions.
 
 So a function body can do anything in the caller (patch the checks, write a forged record, exit) and
 still decide nothing: the judge reads its result as plain data, with an unpickler that builds no class
 (`_DataOnly`), each tensor from its raw bytes, and rebuilds it from a closed set of kinds; an unreadable or missing
-result fails the call. Both children start from the same state (`same_draws`), and what only the judge
-runs keeps its random number generators (`judge_only`), so the cell's own tensors are the same in both;
-the caller restores the random number generators after each student call, so that what the student's
-code drew does not change the cell's later tensors.
+result fails the call. The caller's random number generators are the judge's at each call (calls.around), and
+the judge's are as before the call after it, so that what the student's code drew does not change the cell's
+later tensors.
 
 What the judge cannot see it is told: whether a returned tensor is a leaf, requires grad, or is
 computed from one of the call's arguments (the caller walks its autograd graph). Such a tensor is
 rebuilt connected to the same arguments, with a backward that carries no gradient; a test that needs
 the gradient itself asks for it with `checks.call(..., then=measure)`, which runs `measure(result,
-*args)` in the caller right after the student's function. These facts, and what a transfer counter
-saw (below), are measured in the student's own process: a body written to lie about them can pass the
-checks that rest on them alone, in its own test cell (README, "What a student's code can still
-misreport"); it cannot make a check of values, devices or dtypes pass on data it did not return.
+*args)` in the caller right after the student's function (a function shipped in autograder.probes: no code
+of the test's reaches the caller). These facts, and what a transfer counter saw (below), are measured in the
+student's own process: a body written to lie about them can pass the checks that rest on them alone, in its
+own test cell (README, "What a student's code can still misreport"); it cannot make a check of values,
+devices or dtypes pass on data it did not return.
 
 The arguments a student's function may change are mirrored too. After each call the caller sends the
 state of every module among the arguments (each submodule's parameters with their gradients, buffers,
@@ -37,16 +37,18 @@ mode and plain data attributes), the data attributes of the other PyTorch object
 a GradScaler), a container argument it returned, and each file at an absolute path among the arguments
 (a checkpoint it saved); the judge writes them into its own objects, which keep their identity, and at
 its own paths. A module the call made comes back as a tree of PyTorch's classes and, for a class of the
-student's, stand-ins named as the student's, with its state and the values of its properties. A transfer
-counter (probes.count_transfers) active around a call is told what the caller's counter saw during it;
-an error the function raised is known by its text and the names of its classes (`CallerError`).
+student's, stand-ins named as the student's, with its state and the values of its properties. Every object a
+result holds carries the caller's number for it (`encode`, calls.Handles): a later call given the judge's
+object gives the caller its own again. A transfer counter (probes.count_transfers) active around a call is
+told what the caller's counter saw during it; an error the function raised is known by its text and the names
+of its classes (`CallerError`).
 
 Only a call that involves the student's code crosses: the student's function; or, among the function's
 object (a module called, the object of a bound method) and the arguments, one of the student's functions,
 an object the judge holds only as an opaque stand-in (`list(sampler)` on a student's sampler), a module
 the student's code made, or a module that carries the student's code since a call (a hook, its own
-`forward`). Any other call (`DataLoader(dataset, **kwargs)` on the kwargs a student returned) runs on each
-side as it is, on what that side holds.
+`forward`). Any other call (`DataLoader(dataset, **kwargs)` on the kwargs a student returned) runs in the
+judge as it is.
 """
 import contextlib
 import gc

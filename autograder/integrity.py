@@ -31,8 +31,10 @@ WATCHED = {
     "autograder.checks.training": None,
     "autograder.checks.data": None,
     "autograder.checks.checkpoints": None,
-    # what the verdict's caller sends (a copy said to be the very argument: Known.index)
+    # what the verdict's caller sends (a copy said to be the very argument: Known.index), and how it rebuilds what
+    # the judge asks (a change of the judge's left out)
     "autograder.boundary": None,
+    "autograder.calls": None,
     "autograder.messages": ["message", "text", "catalogue"],
     "autograder.devices": ["grading_devices", "same_device", "has_data"],
     "autograder.integrity": ["verify", "watched"],

@@ -10,29 +10,29 @@ The submission runs in processes of their own, which can write nothing but data 
   own pipes; autograder/program.py) runs the whole notebook as the student's kernel ran it, every cell in
   order in an IPython shell, the instructor's cells and the student's, magics, module-level calls, loggers
   and patterns included; test cells aside. It runs no test: when the parent reaches a test cell, the program forks
-* a *caller* from its state at that cell. The caller runs the test cell's calls (autograder/slicing.py:
-  each statement that calls the student's code and what builds its arguments, never a check nor what one
-  compares against) with the student's namespace, where the exercises judged before this one are the
-  instructor's solutions (so that an answer that calls an earlier one is judged on its own); each
-  `checks.call` there runs the student's function and sends what it returned, as data, to
+* a *caller* from its state at that cell. The caller runs no text of the test cell: it waits for the judge's
+  requests (autograder/calls.py), each a call of the student's code with what the test gives it, as data,
+  makes the call with the student's namespace, where the exercises judged before this one are the
+  instructor's solutions (so that an answer that calls an earlier one is judged on its own), and sends what
+  the student's function returned, as data, to
 * the *judge*, forked by the parent from the instructor's cells alone: it runs the whole test cell, where
-  the student's functions are stubs that are never called; each `checks.call` reads the caller's next
-  result instead, rebuilt from data (autograder/boundary.py), and every check runs on it. The judge's
-  outcome, a message key and typed fields, is the test cell's record; the parent renders its text.
+  the student's functions are stubs that are never called; each `checks.call` that reaches the student's
+  code is asked of the caller, and its result read back and rebuilt from data (autograder/boundary.py),
+  and every check runs on it. The judge's outcome, a message key and typed fields, is the test cell's
+  record; the parent renders its text.
 
 The parent reads the test cells' text, and the instructor's solutions, only after the program is forked
-(DecideGrades writes them beside the job), and sends each caller, when its test starts, its own cell's
-calls and the solutions of the exercises already judged: nothing else of them is ever in the memory of a
-process that runs student code.
+(DecideGrades writes them beside the job), and sends each caller, when its test starts, the solutions of the
+exercises already judged and the cell's seed: nothing of a test cell is ever in the memory of a process that
+runs student code, only what the judge gives the student's functions.
 
 So no process that can write a record, or that a record is decided in, ever runs a line the student
 wrote: not a definition, not an import, not a method Python calls on the student's behalf. The parent
 keeps each test's time limit on its judge; DecideGrades keeps the verdict's as a whole, from outside the
 sandbox, so that no student process (they share the sandbox's user) can hold the grader by stopping the
-parent. The caller does see how the test builds its inputs (it runs that), so nothing it sends is shown as
-it is: a failed call's diagnostic is the judge's own, from its own label (`what`), and an error the
-student's function raised is shown by its type and the words of PyTorch's known errors only (README,
-"Threat model").
+parent. What the caller sends is never shown as it is: a failed call's diagnostic is the judge's own, from
+its own label (`what`), and an error the student's function raised is shown by its type and the words of
+PyTorch's known errors only (README, "Threat model").
 """
 import asyncio
 import builtins

@@ -48,6 +48,14 @@ def test_the_attack_earns_nothing_where_it_should_not(attack):
     assert {grade_id for grade_id in zero if decided[grade_id]["passed"]} == set()
 
 
+@pytest.mark.parametrize("attack", [pytest.param(a, id=a["id"]) for a in ATTACKS if a.get("kept")])
+def test_an_attack_that_finds_no_text_of_the_test_leaves_a_right_answer_its_points(attack):
+    """The attack reads the test cell's text in the caller, which holds none since the judge sends each call as a
+    request (autograder/calls.py): its answer, the solution otherwise, keeps its points."""
+    decided = records(attack)
+    assert {grade_id for grade_id in attack["kept"] if not decided[grade_id]["passed"]} == set()
+
+
 def leaked(attack) -> bool:
     return not attack["held"] and bool(attack["leaked"])
 

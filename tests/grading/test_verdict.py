@@ -237,7 +237,8 @@ def earns_beside_the_test(answer, test) -> bool:
 
 @pytest.mark.parametrize("answer", READS_THE_TEST.values(), ids=READS_THE_TEST.keys())
 def test_a_wrong_answer_finds_nothing_the_checks_compare_against(answer):
-    """issue 41, item 0: the caller runs the test cell's calls and their arguments only (autograder/slicing.py)."""
+    """issue 41, item 0: the caller is sent what the test gives the student's function, nothing else of the test
+    cell (autograder/calls.py)."""
     assert earns_beside_the_test(answer, EXPECTING_TEST)
     assert decided(answer, test=EXPECTING_TEST)["double0"]["passed"] is False
 
@@ -263,13 +264,24 @@ def test_what_the_students_call_draws_leaves_both_sides_the_same_numbers(draw):
 @pytest.mark.parametrize("test, shown", [
     ("from autograder import checks\nx = torch.ones(2)\nexpected = double(x)\n"
      "checks.assert_values(checks.call('double(x)', double, x), expected, 'double(x)')", "verdict_test_cell_unsealed"),
-    ("from autograder import checks\nfrom autograder.checks import assert_values\nx = torch.ones(2)\n"
-     "assert_values(checks.call('double(x)', double, x), 2 * x, 'double(x)')", "verdict_test_cell_names_checks"),
-], ids=["calls-the-student-where-only-the-judge-runs", "names-a-check-by-its-own-name"])
+    ("from autograder import checks\nx = torch.ones(2)\n"
+     "checks.call('double(x, then)', double, x, then=lambda y, x: y.sum())", "verdict_test_cell_gives_code"),
+    ("from autograder import checks\nfrom torch import nn\nclass Net(nn.Module):\n    def forward(self, x):\n"
+     "        return x\nchecks.call('double(Net())', double, Net())", "verdict_test_cell_gives_code"),
+], ids=["calls-the-student-outside-checks-call", "gives-a-function-of-its-own", "gives-a-forward-of-its-own"])
 def test_a_test_cell_the_verdict_cannot_seal_is_the_instructors_error(test, shown):
+    """The caller receives no code of the test's (autograder/calls.py): such a helper is shipped in
+    autograder.probes."""
     with pytest.raises(VerdictUnavailable) as stopped:
         decided("def double(x):\n    return 2 * x", test=test)
     assert shows(str(stopped.value), shown) and "double0" in str(stopped.value)
+
+
+def test_a_test_cell_may_name_its_checks_as_it_likes():
+    """The judge runs the whole test cell: nothing of it is told apart from its calls (no text reaches the caller)."""
+    test = ("from autograder import checks\nfrom autograder.checks import assert_values as same\nx = torch.ones(2)\n"
+            "same(checks.call('double(x)', double, x), 2 * x, 'double(x)')")
+    assert decided("def double(x):\n    return 2 * x", test=test)["double0"]["passed"] is True
 
 
 # Answers that ask whether CUDA is there, at definition time or when called: a grader with CUDA (simulated)
@@ -432,10 +444,13 @@ def test_an_exercises_solution_is_nowhere_in_the_students_program_before_its_poi
 
 @pytest.mark.parametrize("where, found", [("the instructor's cell", True), ("a test cell's hidden part", False)])
 def test_no_test_cells_text_is_in_the_students_program(where, found):
-    """The parent reads the test cells' text only once the program runs apart (autograder/verdict.py): the
-    program's objects and memory hold a marker in an instructor's cell, never one in a test cell."""
+    """The parent reads the test cells' text only once the program runs apart (autograder/verdict.py), and the
+    caller is sent what the test gives the student's functions, never its text (autograder/calls.py): the
+    program's objects and memory hold a marker in an instructor's cell, never one in a test cell, not even the
+    label of a call of the student's code (which the caller ran when it ran the cell's calls)."""
     marked = "# MARKER-OF-THE-TEST\n"
-    test = HALF_TEST + ("\n### BEGIN HIDDEN TESTS\n" + marked + "### END HIDDEN TESTS" if not found else "")
+    hidden = marked + "checks.call('half(x)  # MARKER-OF-THE-TEST', half, x)\n"
+    test = HALF_TEST + ("\n### BEGIN HIDDEN TESTS\n" + hidden + "### END HIDDEN TESTS" if not found else "")
     cells = [{"kind": "trusted", "source": "import torch\n" + (marked if found else ""), "grade_id": "imports"},
              {"kind": "student", "source": FINDS_THE_SOLUTION.replace("SOLUTION-MARKE(?=R)", "MARKER-OF-THE-TES(?=T)"),
               "grade_id": "half"},
