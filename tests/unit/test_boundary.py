@@ -6,7 +6,6 @@ caller makes it on its copies of them (as a forked child rebuilds them from the 
 the Judge reads and rebuilds it, and the checks run on what the Judge returned.
 """
 import copy
-import fcntl
 import io
 import os
 import pickle
@@ -16,73 +15,15 @@ from collections.abc import Mapping
 
 import pytest
 import torch
-from torch.utils._python_dispatch import _disable_current_modes
 
 from autograder import boundary, calls, checks, has_data
 from autograder.devices import same_device
 from autograder.checks import core
 from autograder.probes import gradient_of_three_times
+from support.sealed import judge_and_caller, pipe, sealed, told  # noqa: F401: pipe is a fixture
 from support.messages import shows
 
 Sample = namedtuple("Sample", ["image", "label"])
-PIPE_SIZE = 2**20  # so that one side writes a whole frame before the other reads it (F_SETPIPE_SZ)
-
-
-def _pipe():
-    reader, writer = os.pipe()
-    fcntl.fcntl(writer, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
-    return reader, writer
-
-
-@pytest.fixture
-def pipe():
-    reader, writer = _pipe()
-    yield reader, writer
-    for fd in (reader, writer):
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-
-
-class Caller:
-    """The caller's side, answering each request as soon as it is sent (calls.answer); `students`: the student's
-    functions and classes by name."""
-
-    def __init__(self, writer, students):
-        self.handles, self.scope = calls.Handles(1), dict(students)
-        self.recorder = boundary.Recorder(writer, list(students.values()), self.handles)
-
-    def answer(self, frame):
-        reader, writer = _pipe()
-        try:
-            calls.sender(writer)(frame)
-            os.close(writer)
-            with _disable_current_modes():  # the judge's counters are not the caller's (a process of its own)
-                calls.answer(calls.read_request(reader), self.recorder, self.handles, self.scope, core.run_here)
-        finally:
-            os.close(reader)
-
-
-def told(reader, students=None):
-    """A judge that reads what was written on `reader` as the report of its first call (its request goes nowhere);
-    `students`: the stubs, by name (None: every call crosses)."""
-    return boundary.Judge(reader, lambda frame: None, students)
-
-
-def judge_and_caller(pipe, **students):
-    """A judge whose every request a caller answers here at once; `students`: the student's functions and classes
-    by name, which the judge holds as stubs (the second value returned, by name) and the caller as they are."""
-    reader, writer = pipe
-    stubs = {name: boundary.stub(name) for name in students}
-    return boundary.Judge(reader, Caller(writer, students).answer, stubs), stubs
-
-
-def sealed(pipe, function, *args, then=None, judged=None):
-    """`checks.call` across the boundary: the caller's result as the judge rebuilds it. `judged`: the judge's own
-    arguments (`args` unless given), which the caller receives as copies."""
-    judge, stubs = judge_and_caller(pipe, f=function)
-    return judge.call("f(...)", stubs["f"], args if judged is None else judged, {}, then, core.run_here)
 
 
 @pytest.mark.parametrize("value", [None, True, 3, 2.5, "text", torch.device("meta"), torch.bfloat16],
@@ -539,6 +480,7 @@ def test_a_transfer_counter_around_a_call_counts_what_the_callers_counter_saw(pi
 def test_a_result_made_out_of_the_callers_sight_is_unseen_by_the_judges_counter(pipe):
     from torch.utils._python_dispatch import _disable_current_modes
 
+    
     from autograder.probes import count_transfers
 
     def hidden(t):
