@@ -197,15 +197,17 @@ def _files(args, kwargs) -> list:
 
 def changes(value):
     """What the judge holds of an object the caller knows: a tensor's values and gradient, each submodule's mode,
-    tensors and plain attributes; None for any other object (an optimizer, a data set: sent as they were)."""
+    tensors and plain attributes (numbers, strings, tensors); None for any other object (an optimizer, a data set:
+    sent as they were). A submodule the judge added or replaced since is not sent (no test does it)."""
     if isinstance(value, torch.Tensor):
         return _tensor_state(value)
     if isinstance(value, nn.Module):
         return [[path, module.training,
                  {name: _tensor_state(t) for name, t in [*module._parameters.items(), *module._buffers.items()]
                   if t is not None},
-                 {name: part for name, part in vars(module).items()
-                  if not name.startswith("_") and name != "training" and type(part) in (bool, int, float, str)}]
+                 {name: _tensor_state(part) if isinstance(part, torch.Tensor) else part
+                  for name, part in vars(module).items() if not name.startswith("_") and name != "training"
+                  and (type(part) in (bool, int, float, str) or isinstance(part, torch.Tensor))}]
                 for path, module in value.named_modules()]
     return None
 
@@ -311,7 +313,14 @@ def take(value, state):
             if isinstance(tensor, torch.Tensor):
                 _take_tensor(tensor, tensor_state)
         for name, part in attributes.items():
-            if vars(module).get(name, _MISSING) != part:
+            if name not in vars(module) and hasattr(type(module), name):  # a property of the caller's class: its own
+                continue
+            held = vars(module).get(name, _MISSING)
+            if isinstance(part, list) and isinstance(held, torch.Tensor):  # a tensor attribute: changed in place
+                _take_tensor(held, part)
+            elif isinstance(part, list):
+                vars(module)[name] = part[0].requires_grad_(part[1] and part[0].is_floating_point())
+            elif held is _MISSING or type(held) is not type(part) or held != part:
                 vars(module)[name] = part
 
 
@@ -350,11 +359,16 @@ def around(plain):
             stack.enter_context(meta_copies_skipped())
         if not state["values_on_meta"]:
             stack.enter_context(core.host_reads_fail_on_meta())
-        generator, python, legacy = state["random"]
-        torch.set_rng_state(generator)
-        random.setstate(python)
-        numpy.random.set_state(legacy)
         yield
+
+
+def _draw_as_the_judge(plain):
+    """The random number generators as the judge's were at its call: the student's function draws what it would
+    have drawn there in the kernel (set after the call is rebuilt, which may run the student's cells again)."""
+    generator, python, legacy = plain["around"]["random"]
+    torch.set_rng_state(generator)
+    random.setstate(python)
+    numpy.random.set_state(legacy)
 
 
 _STAND_INS = {}
@@ -400,6 +414,7 @@ def answer(asked, recorder, handles, scope, run):
         except Exception:  # noqa: BLE001: the student's program broke what rebuilds the call
             recorder.unreadable(plain["number"])
             return
+        _draw_as_the_judge(plain)
         try:
             recorder.call(plain["number"], function, args, kwargs, then, run)
         except AssertionError:  # sent to the judge as the call's failure

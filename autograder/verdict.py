@@ -23,8 +23,8 @@ The submission runs in processes of their own, which can write nothing but data 
 
 The parent reads the test cells' text, and the instructor's solutions, only after the program is forked
 (DecideGrades writes them beside the job), and sends each caller, when its test starts, the solutions of the
-exercises already judged and the cell's seed: nothing of a test cell is ever in the memory of a process that
-runs student code, only what the judge gives the student's functions.
+exercises already judged: nothing of a test cell is ever in the memory of a process that runs student code,
+only what the judge gives the student's functions.
 
 So no process that can write a record, or that a record is decided in, ever runs a line the student
 wrote: not a definition, not an import, not a method Python calls on the student's behalf. The parent
@@ -71,7 +71,7 @@ RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
 # then ends the program, as SafeExecute ends that kernel, and every later test is lost at once.
 REACHED = b"r"
 _TEST_CELL_MISTAKES = ("verdict_test_cell_unsealed", "verdict_test_cell_gives_code")  # the instructor's, not the student's
-_LENGTH = struct.Struct("<I")  # of what follows a test cell's "g" to the program (its calls, seed, solutions)
+_LENGTH = struct.Struct("<I")  # of what follows a test cell's "g" to the program (the solutions its caller binds)
 
 
 def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
@@ -125,7 +125,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
                 break
             seed = _seed(cell["source"])
             solved = [s for s in references if recorded.issuperset(s["tests"])]
-            started = json.dumps({"seed": seed, "solutions": solved}).encode()
+            started = json.dumps({"solutions": solved}).encode()
             try:
                 os.write(start, b"g" + _LENGTH.pack(len(started)) + started)
             except OSError:  # the program has ended or stopped reading: the judge reads no names, and says so
@@ -155,8 +155,9 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
 
 
 def _seed(source) -> int:
-    """The seed of a test cell's random numbers, on both sides: from its whole text, so that it is the same
-    on every machine and every regrade, and known to no one who has not read the hidden tests."""
+    """The seed of a test cell's random numbers in the judge (each request carries them to the caller): from its
+    whole text, so that it is the same on every machine and every regrade, and known to no one who has not read
+    the hidden tests."""
     return int.from_bytes(hashlib.sha256(source.encode()).digest()[:4], "little")
 
 
@@ -321,7 +322,6 @@ def _caller(started, namespace, writer, asks, names, again=(), clock=None):
         recorder = boundary.Recorder(writer, [namespace[name] for name in names], handles)
         core.use_boundary(recorder)
         recorder.send_names(names)
-        boundary.same_draws(started["seed"])
         loop = asyncio.new_event_loop()  # the program's own shared its selector with the program
         asyncio.set_event_loop(loop)
         pristine = program.plain_values(namespace)  # before any call of the test's changes them

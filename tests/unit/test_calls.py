@@ -54,19 +54,19 @@ def test_what_the_judge_changed_in_an_object_since_reaches_the_caller(pipe):
     """a2's tests change a layer the caller made (its weights, its mode) and a model they made (stale gradients)
     between two calls: the caller's object is changed as the judge's was, and stays the same object."""
     def state(model):
-        return [model.training, model.weight.detach().clone(), model.weight.grad, model.note]
+        return [model.training, model.weight.detach().clone(), model.weight.grad, model.note, model.cache.clone()]
 
     judge, stubs = judge_and_caller(pipe, state=state)
     model = nn.Linear(2, 1)
-    model.note = "before"
+    model.note, model.cache = "before", torch.zeros(2)
     asked(judge, stubs["state"], model)
     with torch.no_grad():
         model.weight.copy_(torch.tensor([[3.0, 4.0]]))
     model.eval()
     model.weight.grad = torch.full((1, 2), 100.0)
-    model.note = "after"
-    training, weight, grad, note = asked(judge, stubs["state"], model)
-    assert training is False and note == "after"
+    model.note, model.cache = "after", torch.ones(2)
+    training, weight, grad, note, cache = asked(judge, stubs["state"], model)
+    assert training is False and note == "after" and torch.equal(cache, torch.ones(2))
     assert torch.equal(weight, torch.tensor([[3.0, 4.0]])) and torch.equal(grad, torch.full((1, 2), 100.0))
 
 
