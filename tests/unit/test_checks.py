@@ -13,7 +13,7 @@ from torch import nn
 from autograder import checks, has_data, integrity
 from autograder.checks import training
 from autograder.messages import message, text
-from autograder.probes import count_transfers, save_as_if_from_cuda
+from autograder.probes import NormBlock, count_transfers, save_as_if_from_cuda
 from autograder.simulate import simulated_accelerator
 from support.messages import shows
 
@@ -1088,18 +1088,6 @@ def test_transfers_made_while_the_counter_is_switched_off_are_seen(accelerator):
             hidden = torch.stack([first, *(t.to(device) for t in tensors[1:])])  # all of it unseen
     fails_showing("transfer_unseen", dict(what="stack_and_move()"), checks.assert_transfers, counter, 1,
                   "stack_and_move()", result=hidden)
-
-
-class NormBlock(nn.Module):
-    """BatchNorm, GroupNorm and, last, LayerNorm between layers a 16-bit cast reaches."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv, self.batch_norm, self.group_norm = nn.Conv1d(2, 4, 3), nn.BatchNorm1d(4), nn.GroupNorm(2, 4)
-        self.head = nn.Sequential(nn.Flatten(), nn.Linear(8, 3), nn.LayerNorm(3))
-
-    def forward(self, x):
-        return self.head(self.group_norm(self.batch_norm(self.conv(x))))
 
 
 NORMS = (nn.BatchNorm1d, nn.GroupNorm, nn.LayerNorm)
