@@ -376,6 +376,8 @@ class Judge(_Side):
         try:
             with _NO_DISPATCH(), _NO_TORCH_FUNCTION():  # what pickling does is not the student's: no counter sees it
                 frame = calls.request(self.asked, function, args, kwargs, then, known, self.handles, self.names)
+        except calls.LostObject:  # the caller sent it without its number: the student's process, not the test
+            raise diagnostic("verdict_call_unreadable", what=what) from None
         except (pickle.PicklingError, TypeError, AttributeError) as error:  # something of the test's that cannot travel
             raise calls.TestCellCode(f"{type(error).__name__}: {error}") from None
         self.ask(frame)

@@ -45,6 +45,12 @@ class TestCellCode(BaseException):
     that no `except Exception` of the cell takes it for a student's error."""
 
 
+class LostObject(Exception):
+    """An object the judge holds only as an opaque stand-in of what the caller sent, which the caller did not number:
+    the judge cannot give it back. The call fails, as one whose result could not be read (the student's process
+    sent it so)."""
+
+
 class Handles:
     """The objects one side knows the other's by, by number: the caller numbers what it makes (1, 2, ...),
     the judge what it sends (-1, -2, ...), so that neither takes the other's numbers. Each object is kept
@@ -123,6 +129,8 @@ class _Pickler(pickle.Pickler):
         kind = value if isinstance(value, type) else type(value)
         if not isinstance(value, type) and _rebuilt_kind(kind):  # a copy the judge made of an object the caller sent
             return self._rebuilt(value, kind)
+        if not isinstance(value, type) and _opaque_kind(kind):
+            raise LostObject(kind.__name__)
         if getattr(kind, "__module__", None) != TEST_MODULE and not (
                 isinstance(value, types.FunctionType) and value.__module__ == TEST_MODULE):
             return NotImplemented
@@ -158,6 +166,12 @@ def _rebuilt_kind(kind) -> bool:
 
     return kind in boundary._STAND_IN_MODULES.values() or kind in boundary._NAMEDTUPLES.values() or any(
         kind in made.values() for made in boundary._SUBCLASSES.values())
+
+
+def _opaque_kind(kind) -> bool:
+    from . import boundary
+
+    return kind in boundary._OPAQUE.values()
 
 
 def request(asked, function, args, kwargs, then, known, handles, students) -> bytes:

@@ -34,8 +34,8 @@ class Caller:
     """The caller's side, answering each request as soon as it is sent (calls.answer); `students`: the student's
     functions and classes by name."""
 
-    def __init__(self, writer, students):
-        self.handles, self.scope = calls.Handles(1), dict(students)
+    def __init__(self, writer, students, handles=None):
+        self.handles, self.scope = handles or calls.Handles(1), dict(students)
         self.recorder = boundary.Recorder(writer, list(students.values()), self.handles)
 
     def answer(self, frame):
@@ -55,12 +55,13 @@ def told(reader, students=None):
     return boundary.Judge(reader, lambda frame: None, students)
 
 
-def judge_and_caller(pipe, **students):
+def judge_and_caller(pipe, caller_handles=None, **students):
     """A judge whose every request a caller answers here at once; `students`: the student's functions and classes
-    by name, which the judge holds as stubs (the second value returned, by name) and the caller as they are."""
+    by name, which the judge holds as stubs (the second value returned, by name) and the caller as they are;
+    `caller_handles`: how the caller numbers what it sends (calls.Handles)."""
     reader, writer = pipe
     stubs = {name: boundary.stub(name) for name in students}
-    return boundary.Judge(reader, Caller(writer, students).answer, stubs), stubs
+    return boundary.Judge(reader, Caller(writer, students, caller_handles).answer, stubs), stubs
 
 
 def sealed(pipe, function, *args, then=None, judged=None):

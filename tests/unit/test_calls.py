@@ -157,3 +157,23 @@ def test_a_transfer_counter_around_the_call_counts_in_the_caller(pipe):
     with probes.count_transfers() as counter:
         sealed(pipe, lambda t: t.to("meta"), torch.ones(2))
     checks.assert_transfers(counter, 1, "f(t)")
+
+
+class Unnumbered(calls.Handles):
+    """A caller's numbers as a hostile one sends them: none the judge takes."""
+
+    def own(self, value):
+        return -1
+
+
+def test_an_object_the_caller_sent_without_its_number_fails_the_call_not_the_test_cell(pipe):
+    """A caller that leaves the numbers out (the student's process writes its report) leaves the judge an opaque
+    stand-in it cannot give back: the later call that is given it fails, the student's, never the instructor's."""
+    class Sampler:  # held in the judge only as an opaque stand-in
+        pass
+
+    judge, stubs = judge_and_caller(pipe, Unnumbered(1), make=Sampler, use=lambda sampler: 1)
+    sampler = asked(judge, stubs["make"])
+    with pytest.raises(AssertionError) as failure:
+        asked(judge, stubs["use"], sampler)
+    assert failure.value.course_key == "verdict_call_unreadable"
