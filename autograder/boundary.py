@@ -99,6 +99,11 @@ _TENSOR = torch._C.TensorBase  # PyTorch's C type: its methods cannot be replace
 _TENSOR_DEVICE, _TENSOR_DTYPE, _TENSOR_LAYOUT = (_TENSOR.device.__get__, _TENSOR.dtype.__get__,
                                                   _TENSOR.layout.__get__)
 _TENSOR_SIZE, _TENSOR_CPU, _TENSOR_TO_DENSE = _TENSOR.size, _TENSOR.cpu, _TENSOR.to_dense
+# what writes the other side's state into a tensor (here and in calls.take): a cell that replaced `Tensor.grad`'s
+# setter dropped the judge's stale gradients (attacks-slicing.toml,
+# tensor-grad-setter-patched-in-a-cell-drops-the-judges-stale-gradients)
+SET_DATA, SET_GRAD, REQUIRES_GRAD = _TENSOR.data.__set__, _TENSOR.grad.__set__, _TENSOR.requires_grad_
+GET_GRAD = _TENSOR.grad.__get__
 _TENSOR_RESOLVE_CONJ, _TENSOR_RESOLVE_NEG = _TENSOR.resolve_conj, _TENSOR.resolve_neg
 _TENSOR_CLONE, _TENSOR_DETACH, _TENSOR_RESHAPE, _TENSOR_VIEW, _TENSOR_NUMPY = (_TENSOR.clone, _TENSOR.detach,
                                                                               _TENSOR.reshape, _TENSOR.view,
@@ -938,8 +943,10 @@ def decode(node, known, payloads):
         raise TypeError("not a node")
     value = _decoded(node, known, payloads)
     number = node.get("handle")
-    if payloads.handles is not None and type(number) is int and number > 0 and node["kind"] in _NUMBERED:
-        payloads.handles.take(number, value)
+    if payloads.handles is not None and node["kind"] in _NUMBERED and node.get("same") is None:
+        payloads.handles.rebuilt(value)
+        if type(number) is int and number > 0:
+            payloads.handles.take(number, value)
     return value
 
 
@@ -1019,7 +1026,7 @@ def _replace_data(original, payload):
     refuses, cpu to meta, is a swap of the two tensors' contents)."""
     with torch.no_grad():
         try:
-            original.data = payload
+            SET_DATA(original, payload)
         except RuntimeError:
             if type(original) is torch.nn.Parameter:
                 payload = torch.nn.Parameter(payload, requires_grad=original.requires_grad)

@@ -46,9 +46,10 @@ class TestCellCode(BaseException):
 
 
 class LostObject(Exception):
-    """An object the judge holds only as an opaque stand-in of what the caller sent, which the caller did not number:
-    the judge cannot give it back. The call fails, as one whose result could not be read (the student's process
-    sent it so)."""
+    """An object the judge rebuilt from what the caller sent, which the caller did not number: the judge cannot give
+    it back (an opaque stand-in has nothing to send; a PyTorch module rebuilt without its `__init__` may not pickle:
+    attacks-slicing.toml, rebuilt-lstm-in-an-unnumbered-module-blocks-grading-as-instructor-error). The call fails,
+    as one whose result could not be read: the student's process sent it so."""
 
 
 class Handles:
@@ -61,6 +62,7 @@ class Handles:
         self.objects = {}  # number → object
         self.numbers = {}  # id → number
         self.parts = {}  # id → (object, number, path): a submodule of a module known by number
+        self.received = {}  # id → object: what the judge rebuilt from the caller's data, numbered or not
 
     def number(self, value) -> int | None:
         number = self.numbers.get(id(value))
@@ -83,6 +85,11 @@ class Handles:
             for path, module in value.named_modules():
                 if path:
                     self.parts[id(module)] = (module, number, path)
+
+    def rebuilt(self, value):
+        """The judge rebuilt `value` from the caller's data (boundary.decode): sent back only by its number."""
+        parts = value.modules() if isinstance(value, nn.Module) else [value]
+        self.received.update((id(part), part) for part in parts)
 
     def reference(self, value):
         """How the other side finds `value`: ("handle", number), ("part", number, path), or None."""
@@ -129,8 +136,8 @@ class _Pickler(pickle.Pickler):
         kind = value if isinstance(value, type) else type(value)
         if not isinstance(value, type) and _rebuilt_kind(kind):  # a copy the judge made of an object the caller sent
             return self._rebuilt(value, kind)
-        if not isinstance(value, type) and _opaque_kind(kind):
-            raise LostObject(kind.__name__)
+        if not isinstance(value, type) and (_opaque_kind(kind) or self.handles.received.get(id(value)) is value):
+            raise LostObject(kind.__name__)  # the caller sent it without a number, which a right caller never does
         if getattr(kind, "__module__", None) != TEST_MODULE and not (
                 isinstance(value, types.FunctionType) and value.__module__ == TEST_MODULE):
             return NotImplemented
@@ -342,15 +349,18 @@ _MISSING = object()
 
 
 def _take_tensor(tensor, state):
-    from .boundary import _differs, _replace_data
+    """PyTorch's C methods alone (boundary.SET_GRAD, ...): a cell of the student's may have replaced Tensor's."""
+    from .boundary import GET_GRAD, REQUIRES_GRAD, SET_GRAD, _differs, _replace_data
 
     payload, requires_grad, grad = state
     if _differs(tensor, payload):
         _replace_data(tensor, payload)
-    if tensor.is_leaf and tensor.requires_grad != requires_grad and tensor.is_floating_point():
-        tensor.requires_grad_(requires_grad)
-    if tensor.is_leaf and (grad is None) != (tensor.grad is None) or grad is not None and _differs(tensor.grad, grad):
-        tensor.grad = grad
+    leaf = torch._C.TensorBase.is_leaf.__get__(tensor)
+    if leaf and torch._C.TensorBase.requires_grad.__get__(tensor) != requires_grad and payload.is_floating_point():
+        REQUIRES_GRAD(tensor, requires_grad)
+    held = GET_GRAD(tensor)
+    if leaf and ((grad is None) != (held is None) or grad is not None and _differs(held, grad)):
+        SET_GRAD(tensor, grad)
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ WATCHED = {
     # run (boundary._send); a student may wrap torch.save or torch.load
     "torch": ["device", "equal", "is_tensor", "Tensor", "stack"],
     "torch.Tensor": ["to", "device", "dtype", "is_leaf", "requires_grad", "grad_fn", "cpu", "detach",
-                     "numpy", "__class__", "shape", "is_floating_point"],
+                     "numpy", "__class__", "shape", "is_floating_point", "grad", "data"],
     "torch.nn.Module": ["to", "parameters", "buffers", "named_parameters", "named_buffers", "modules",
                         "named_modules", "state_dict", "__setattr__", "__getattr__"],
     "torch.nn": ["Module", "Parameter"],
@@ -35,6 +35,9 @@ WATCHED = {
     # the judge asks (a change of the judge's left out)
     "autograder.boundary": None,
     "autograder.calls": None,
+    # what a test gives the student's code to watch it, named in a request and found in the caller by its name
+    # (attacks-slicing.toml, unwatched-probe-global-rng-kept-replaced-in-a-cell)
+    "autograder.probes": None,
     "autograder.messages": ["message", "text", "catalogue"],
     "autograder.devices": ["grading_devices", "same_device", "has_data"],
     "autograder.integrity": ["verify", "watched"],

@@ -25,7 +25,10 @@ KNOWN_ERRORS = [
     (re.compile(r"must have the same dtype"), "dtype_mismatch"),  # mat1 and mat2 of a matrix product
     (re.compile(r"Attempting to deserialize object on a CUDA device"), "cuda_checkpoint"),
     (re.compile(r"Can't call numpy\(\) on Tensor that requires grad"), "numpy_requires_grad"),
-    (re.compile(r"can't convert \w+(:\d+)? device type tensor to numpy"), "numpy_on_device"),  # a GPU's (or meta's)
+    # a GPU's (or meta's): PyTorch's device type names, ASCII and short, since the grader shows the words it matched
+    # (diagnostics._known_error), and `\w+` carried 600 bytes of any text as CJK ideographs (attacks-slicing.toml,
+    # known-numpy-error-pattern-carries-any-word-out-of-the-caller)
+    (re.compile(r"can't convert [a-z]{2,8}(:\d{1,2})? device type tensor to numpy"), "numpy_on_device"),
     (re.compile(r"unsupported ScalarType BFloat16"), "numpy_bfloat16"),
     (re.compile(r"_scale is None"), "amp_scale_not_used"),  # GradScaler.unscale_/step before any scale()
     (re.compile(r"No inf checks were recorded prior to update"), "amp_update_without_step"),  # optimizer.step(), then update()

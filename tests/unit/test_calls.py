@@ -166,14 +166,23 @@ class Unnumbered(calls.Handles):
         return -1
 
 
-def test_an_object_the_caller_sent_without_its_number_fails_the_call_not_the_test_cell(pipe):
-    """A caller that leaves the numbers out (the student's process writes its report) leaves the judge an opaque
-    stand-in it cannot give back: the later call that is given it fails, the student's, never the instructor's."""
-    class Sampler:  # held in the judge only as an opaque stand-in
-        pass
+class Sampler:  # a student's object: held in the judge only as an opaque stand-in
+    pass
 
-    judge, stubs = judge_and_caller(pipe, Unnumbered(1), make=Sampler, use=lambda sampler: 1)
-    sampler = asked(judge, stubs["make"])
+
+class WithMemory(nn.Module):  # a student's module: rebuilt in the judge, its LSTM without the LSTM's __init__
+    def __init__(self):
+        super().__init__()
+        self.memory = nn.LSTM(2, 2)
+
+
+@pytest.mark.parametrize("made", [Sampler, WithMemory], ids=["an-opaque-object", "a-module-holding-an-lstm"])
+def test_an_object_the_caller_sent_without_its_number_fails_the_call_not_the_test_cell(pipe, made):
+    """A caller that leaves the numbers out (the student's process writes its report) leaves the judge an object it
+    cannot give back: the later call that is given it fails, the student's, never the instructor's
+    (attacks-slicing.toml, ...-blocks-grading-as-instructor-error)."""
+    judge, stubs = judge_and_caller(pipe, Unnumbered(1), make=made, use=lambda value: 1)
+    value = asked(judge, stubs["make"])
     with pytest.raises(AssertionError) as failure:
-        asked(judge, stubs["use"], sampler)
+        asked(judge, stubs["use"], value)
     assert failure.value.course_key == "verdict_call_unreadable"

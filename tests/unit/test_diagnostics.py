@@ -171,6 +171,18 @@ def test_an_error_of_pytorchs_own_type_keeps_its_type_and_the_words_a_check_know
     assert "raised OutOfMemoryError." in diagnostics.render({"key": "raised", "fields": torch_own}, "x = 1")
 
 
+@pytest.mark.parametrize("device, shown", [("cuda:0", True), ("mps", True), ("meta", True),
+                                           ("\u4e00" * 300, False), ("secret_words_of_a_hidden_line", False)],
+                         ids=["cuda", "mps", "meta", "ideographs", "a-long-word"])
+def test_a_known_errors_words_show_a_device_type_and_nothing_chosen_in_its_place(device, shown):
+    """attacks-slicing.toml, known-numpy-error-pattern-carries-any-word-out-of-the-caller: `\\w+` in the pattern let a
+    raised error carry 600 bytes of any text as ideographs."""
+    error = f"TypeError: can't convert {device} device type tensor to numpy"
+    rendered = diagnostics.render({"key": "raised", "fields": {"what": {"str": "f(x)"}, "error": {"str": error}}},
+                                  "x = 1")
+    assert (device in rendered) is shown
+
+
 def test_only_a_raised_error_gets_the_students_line():
     own = ["def f(x):\n    raise ValueError('no')"]
     fields = {"what": {"str": "f(x)"}, "error": {"str": "ValueError"}, "lines": {"str": "raise ValueError('no')"}}
