@@ -921,14 +921,18 @@ def apply_state(value, state, known, payloads, made=False):
 
 
 def _read_attributes(value, attributes, known, payloads, taken=frozenset()) -> list:
-    """The attributes as sent, rebuilt: data only, under names that are plain attributes of `value`."""
+    """The attributes as sent, rebuilt: data only, under names that are plain attributes of `value`. One that
+    would hide a method of its class here (a `forward` set on the instance in the caller) is not written: the
+    judge's object keeps its class's code, and the caller's, which holds it, is where a call on it runs."""
     module = isinstance(value, nn.Module)
     read = []
     for name, node in attributes:
         if not (isinstance(name, str) and name.isidentifier() and not name.startswith("__")) or name in taken \
                 or module and (name.startswith("_") or name == "training"):
             raise ValueError("not an attribute")
-        read.append((name, decode(node, known, payloads)))
+        rebuilt = decode(node, known, payloads)
+        if not hasattr(type(value), name):
+            read.append((name, rebuilt))
     return read
 
 

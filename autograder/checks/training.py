@@ -1,6 +1,7 @@
 """Checks of a training step: detached outputs, updated parameters, gradients, mixed precision (loss
 scaling, clipping, autocast, skipped steps) and a 16-bit forward pass with its normalisation layers.
 """
+from collections import Counter
 from collections.abc import Mapping
 
 import torch
@@ -144,6 +145,11 @@ def assert_16_bit_forward(model, x, dtype, what):
     _assert_norms_computed_right(fed, returned, dtype, what)  # the likely cause of an error, if seen
     if error is not None:  # reported as `call` reports a student's error
         raise raised(what, *error)
+    # every normalisation layer of the model ran: a `forward` replaced by nn.Identity fed none of them 16 bits
+    # (attacks-slicing.toml, cast-floating-without-hooks-replaces-model-forward-with-identity)
+    skipped = Counter(_name(m) for m in model.modules() if isinstance(m, _NORMS)) - Counter(layer for layer, _ in returned)
+    if skipped:
+        _fail("norm_layer_skipped", what=what, layer=next(iter(skipped)))
     assert_dtype(output, dtype, what, hint="dtype_hint_norm_output")
 
 

@@ -1011,3 +1011,16 @@ def test_an_object_the_judge_holds_as_a_stand_in_is_one_wherever_the_result_hold
     in_list, as_key, as_value = Opaque(), Opaque(), Opaque()
     recorder.call("f()", lambda: [in_list, {as_key: as_value}], (), {}, None, core.run_here)
     assert all(recorder.opaque(value) for value in (in_list, as_key, as_value))
+
+
+def test_an_attribute_that_would_hide_a_method_stays_in_the_caller(pipe):
+    """A `forward` set on the instance (nn.Identity, which the judge could rebuild) is not written into the judge's
+    module: its class's code stays, and the module carries the student's code, so a call on it runs in the caller."""
+    def replace_forward(model):
+        model.forward = torch.nn.Identity()
+        return model
+
+    judge, stubs = judge_and_caller(pipe, replace_forward=replace_forward)
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    assert judge.call("f(model)", stubs["replace_forward"], (model,), {}, None, core.run_here) is model
+    assert "forward" not in vars(model) and judge.carries(model)

@@ -1124,6 +1124,16 @@ def test_norms_fed_16_bit_are_named_on_every_device(device, dtype):
     assert f"expected scalar type {scalar} but found Float" in shown and "batch_norm" in shown
 
 
+def test_a_forward_that_skips_the_norms_is_named(device):
+    """attacks-slicing.toml, cast-floating-without-hooks-replaces-model-forward-with-identity: a forward replaced by
+    nn.Identity returns 16 bits and feeds no norm 16 bits, since none runs."""
+    model = cast_but_norms(NormBlock().to(device), torch.float16)
+    model.__dict__["forward"] = nn.Identity()
+    x = torch.randn(5, 2, 4, device=device, dtype=torch.float16)
+    shown, fields = failure("norm_layer_skipped", checks.assert_16_bit_forward, model, x, torch.float16, "model(x)")
+    assert fields["layer"] == "BatchNorm1d" and "BatchNorm1d" in shown
+
+
 def test_a_norm_that_keeps_float32_output_is_named_before_the_next_layer_raises(device):
     model = cast_but_norms(NormBlock().to(device), torch.float16, feed=torch.float32)
     x = torch.randn(5, 2, 4, device=device, dtype=torch.float16)
