@@ -12,8 +12,10 @@ import sys
 # every word is a word of the test cell itself (its names, its labels, the calls it describes), of
 # Python's and PyTorch's type names, a number, a device or a dtype. So feedback carries no hidden test,
 # however the student's code tries: a word the test does not contain is shown as "…".
-DEVICE = re.compile(r"(cpu|meta|cuda|mps)(:\d{1,2})?")
-NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?|nan|inf")
+# ASCII digits only: Unicode's other digits (９, ①, ²) passed as numbers and carried 210 bytes of a solution per field
+# (attacks-slicing.toml, unicode-decimal-digits-pass-as-numbers-210-bytes-per-field)
+DEVICE = re.compile(r"(cpu|meta|cuda|mps)(:[0-9]{1,2})?")
+NUMBER = re.compile(r"[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)(e[-+]?[0-9]+)?|nan|inf")
 SEPARATORS = re.compile(r"[\s,()\[\]{}'\"=:<>#/→…+*-]*")
 FIELD_LIMIT = 240  # characters of one field
 # The largest whole number a field shows (a count, a size, a shape's length): an int has no size of its own, and
@@ -153,10 +155,10 @@ def _runs(text) -> set:
 
 
 def _known(word, words) -> bool:
-    if len(re.sub(r"\D", "", word).lstrip("0")) > NUMBER_DIGITS:  # a long int spells bytes of text
+    if len(re.sub(r"[^0-9]", "", word).lstrip("0")) > NUMBER_DIGITS:  # a long int spells bytes of text
         return False
     return (NUMBER.fullmatch(word) or DEVICE.fullmatch(word) or word in _dtypes()
-            or all(part in words or part.isdigit() for part in word.split(".") if part))
+            or all(part in words or part.isascii() and part.isdigit() for part in word.split(".") if part))
 
 
 def _words(source) -> set:

@@ -38,7 +38,8 @@ def cases(got_through, reason) -> list:
 
 
 def kept_points(attack) -> bool:
-    return not attack["held"] and not attack["leaked"]  # an attack that leaks gives up its cell's points
+    """An attack that leaks, or carries text out encoded (`carried`), gives up its cell's points."""
+    return not attack["held"] and not attack["leaked"] and not attack.get("carried")
 
 
 @pytest.mark.parametrize("attack", cases(kept_points, "it keeps points it should lose"))

@@ -183,6 +183,15 @@ def test_a_known_errors_words_show_a_device_type_and_nothing_chosen_in_its_place
     assert (device in rendered) is shown
 
 
+@pytest.mark.parametrize("digits", ["\uff19" * 17, "\u2460\u2461\u2462", "\u00b2\u00b3", "\u0669" * 10],
+                         ids=["fullwidth", "circled", "superscript", "arabic-indic"])
+def test_only_ascii_digits_pass_as_a_number(digits):
+    """attacks-slicing.toml, unicode-decimal-digits-pass-as-numbers-210-bytes-per-field."""
+    shown = diagnostics.render({"key": "expected_none", "fields": {"what": {"str": "f(x)"},
+                                                                   "found": {"str": f"[{digits}, 7]"}}}, "x = 1")
+    assert digits not in shown
+
+
 def test_only_a_raised_error_gets_the_students_line():
     own = ["def f(x):\n    raise ValueError('no')"]
     fields = {"what": {"str": "f(x)"}, "error": {"str": "ValueError"}, "lines": {"str": "raise ValueError('no')"}}
