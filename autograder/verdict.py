@@ -108,6 +108,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
     texts = _read_json(tests, {})
     own = [cell["source"] for cell in cells if cell["kind"] == "student"]  # what a diagnostic may quote
     recorded = set()  # the test cells whose records are written: their exercises' solutions may be sent
+    places = {cell["grade_id"]: cell.get("place") for cell in cells if cell["kind"] == "test"}  # in the source
     _record(grader_fd, {"ready": True})
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     readers = iter(zip((reader for reader, _ in pipes), (reader for reader, _ in clocks), (writer for _, writer in asks)))
@@ -127,7 +128,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
                 _record(grader_fd, {"instructor_error": str(cell["grade_id"]), "error": "SyntaxError"})
                 break
             seed = _seed(cell["source"])
-            solved = [_compiled(s) for s in references if recorded.issuperset(s["tests"])]
+            solved = [_compiled(s) for s in references if _sent_before(s, cell, recorded, places)]
             started = json.dumps({"solutions": solved}).encode()
             try:
                 os.write(start, b"g" + _LENGTH.pack(len(started)) + started)
@@ -405,6 +406,18 @@ def _solution_or_own(solution, own):
         return solution(*args, **kwargs)
 
     return solution_or_own
+
+
+def _sent_before(solution, test, recorded, places) -> bool:
+    """Whether a test cell's caller gets `solution`: once every test cell of its exercise has its record, and only
+    for a test cell that the source notebook holds after them. A submission that moved a later exercise's test cell
+    up got that exercise's solution bound in an earlier exercise's caller, which then answered with it
+    (attacks-slicing.toml, test-cells-reordered-so-a-later-solution-answers-an-earlier-exercise)."""
+    if not recorded.issuperset(solution["tests"]):
+        return False
+    here = test.get("place")
+    return here is None or all(places.get(grade_id) is not None and places[grade_id] < here
+                               for grade_id in solution["tests"])
 
 
 def _compiled(solution) -> dict:

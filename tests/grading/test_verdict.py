@@ -437,6 +437,25 @@ def test_a_submission_that_moves_a_test_cell_gets_no_solution_before_that_tests_
     assert (records["test_half"]["passed"], records["test_quarter"]["passed"]) == (False, True)
 
 
+def test_a_later_exercises_solution_never_answers_an_earlier_exercise_whose_test_cell_was_moved_below_it():
+    """attacks-slicing.toml, test-cells-reordered-so-a-later-solution-answers-an-earlier-exercise: the source holds
+    half's test before quarter's; a submission that moves it below gets no quarter's solution in half's caller."""
+    uses_the_later_solution = ("def half(x):\n    solution = getattr(quarter, '__wrapped__', None)\n"
+                               "    return solution(x) * 2 if solution is not None else x")
+    source_order = "hHqQ"  # where each cell is in the source notebook, after the imports
+    cells = {"h": {"kind": "student", "source": uses_the_later_solution, "grade_id": "half"},
+             "H": {"kind": "test", "source": HALF_TEST, "grade_id": "test_half", "visible": HALF_TEST},
+             "q": {"kind": "student", "source": "def quarter(x):\n    return x", "grade_id": "quarter"},
+             "Q": {"kind": "test", "source": QUARTER_TEST, "grade_id": "test_quarter", "visible": QUARTER_TEST}}
+    for key, cell in cells.items():
+        cell["place"] = 1 + source_order.index(key)
+    solutions = [{"source": HALF_SOLUTION, "names": ["half"], "tests": ["test_half"]},
+                 {"source": QUARTER_SOLUTION, "names": ["quarter"], "tests": ["test_quarter"]}]
+    imports = {"kind": "trusted", "source": "import torch", "grade_id": "imports", "place": 0}
+    records = DecideGrades().verdict([imports, *(cells[c] for c in "hqQH")], solutions)
+    assert (records["test_half"]["passed"], records["test_quarter"]["passed"]) == (False, False)
+
+
 def test_an_exercises_solution_is_nowhere_in_the_students_program_before_its_points_are_decided():
     records = two_exercises(FINDS_THE_SOLUTION)
     assert records["test_half"]["passed"] is False
