@@ -36,6 +36,10 @@ import torch
 from torch import nn
 
 _LENGTH = struct.Struct("<Q")
+# bound at import, in the verdict's parent, before any student code: a cell that wrapped `pickle.loads` took the
+# judge's stale gradients out of every request (attacks-slicing.toml,
+# pickle-loads-patched-in-a-cell-strips-the-judges-stale-gradients)
+_LOADS, _UNPICKLER = pickle.loads, pickle.Unpickler
 TEST_MODULE = "__main__"  # what the classes and functions a test cell defines name as their module (verdict._judge)
 
 
@@ -278,10 +282,10 @@ def read_request(fd):
         if data is None:
             return None
         parts.append(data)
-    return pickle.loads(parts[0]), parts[1]
+    return _LOADS(parts[0]), parts[1]
 
 
-class _Unpickler(pickle.Unpickler):
+class _Unpickler(_UNPICKLER):
     def __init__(self, file, handles, scope):
         super().__init__(file)
         self.handles, self.scope = handles, scope

@@ -12,11 +12,19 @@ who has full Python access in the same process and sets out to defeat this modul
 model in the README says so, and what protects against that (one container per submission).
 """
 import functools
+import importlib
+import sys
+
+# Bound at this module's import, before any student code: a cell that replaced `importlib.import_module` showed this
+# module a copy of the module it had patched (attacks-slicing.toml,
+# importlib-import-module-patched-so-integrity-sees-the-originals)
+_IMPORT = importlib.import_module
+_MODULES = sys.modules
 
 WATCHED = {
     # not what the boundary sends a report with: functions of C bound at its import, which look nothing up as they
     # run (boundary._send); a student may wrap torch.save or torch.load
-    "torch": ["device", "equal", "is_tensor", "Tensor", "stack"],
+    "torch": ["device", "equal", "is_tensor", "Tensor", "stack", "get_rng_state", "set_rng_state"],
     "torch.Tensor": ["to", "device", "dtype", "is_leaf", "requires_grad", "grad_fn", "cpu", "detach",
                      "numpy", "__class__", "shape", "is_floating_point", "grad", "data"],
     "torch.nn.Module": ["to", "parameters", "buffers", "named_parameters", "named_buffers", "modules",
@@ -47,19 +55,30 @@ _remembered: dict[str, object] = {}
 _tampered: set[str] = set()
 
 
+_OWNERS = {}  # module name → the module itself, as first found: a module put in its place later is tampering
+
+
+def _module(name):
+    module = _OWNERS.setdefault(name, _IMPORT(name))
+    if _MODULES.get(name) is not module:
+        return None  # another object under the module's name: every watched name of it differs
+    return module
+
+
 def watched() -> dict[str, object]:
     """The current objects behind every watched name (class attributes read raw, so properties count)."""
-    import importlib
-
     current = {}
     for owner_name, names in WATCHED.items():
         if owner_name in ("torch.Tensor", "torch.nn.Module"):
             module_name, _, class_name = owner_name.rpartition(".")
-            owner = getattr(importlib.import_module(module_name), class_name)
+            owner = getattr(_module(module_name), class_name, None)
             lookup = functools.partial(_raw_attribute, owner)
         else:
-            owner = importlib.import_module(owner_name)
+            owner = _module(owner_name)
             lookup = functools.partial(getattr, owner)
+        if owner is None:  # every name remembered of it is gone
+            current.update((key, None) for key in _remembered if key.startswith(owner_name + "."))
+            continue
         if names is None:
             names = [n for n, v in vars(owner).items() if callable(v) and not n.startswith("__")]
             current.update(_methods(owner))
@@ -76,16 +95,19 @@ def _methods(module) -> dict[str, object]:
 
 
 def _raw_attribute(cls, name, default=None):
-    for klass in cls.__mro__:
+    for klass in getattr(cls, "__mro__", ()):
         if name in klass.__dict__:
             return klass.__dict__[name]
     return default
 
 
 def remember():
-    """Record the watched objects as they are now (idempotent: the first record wins)."""
+    """Record the watched objects as they are now, and what a simulated machine may put in their place
+    (idempotent: the first record wins)."""
     if not _remembered:
         _remembered.update(watched())
+        simulate = _module("autograder.simulate")
+        _EXCUSED.update(simulate._ON_AN_ACCELERATOR)
 
 
 def start_grading():
@@ -109,17 +131,28 @@ def tampered() -> list[str]:
     remember()  # outside a grading kernel: the first check records what is there
     now = watched()
     _tampered.update(name for name, original in _remembered.items()
-                     if now.get(name) is not original and now.get(name) is not _simulated(name))
+                     if now.get(name) is not original and not _excused(name, now.get(name)))
     return sorted(_tampered)
+
+
+def _excused(name, found) -> bool:
+    simulated = _simulated(name)
+    return simulated is not None and found is simulated
 
 
 def _simulated(name) -> object:
     """What a simulated machine puts at `name` for its time (autograder/simulate.py: `Tensor.to` on a simulated
-    accelerator), which is not tampering; None where nothing is simulated."""
-    import sys
+    accelerator), which is not tampering; None where nothing is simulated. Read from what simulate held when this
+    module first looked (a cell that patched `simulate.replacement`, or its table, excused any patch:
+    attacks-slicing.toml, simulate-replacement-patched-so-integrity-excuses-any-patch)."""
+    simulate = _OWNERS.get("autograder.simulate") or _MODULES.get("autograder.simulate")
+    if simulate is None:
+        return None
+    simulated = simulate._SIMULATED
+    return _EXCUSED.get(name) if simulated and simulated[-1][0] else None
 
-    simulate = sys.modules.get("autograder.simulate")
-    return simulate.replacement(name) if simulate is not None else None
+
+_EXCUSED = {}  # simulate's replacements as first read
 
 
 def verify(what="grading"):

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from autograder import boundary, checks, integrity
+from autograder import boundary, calls, checks, integrity, probes, simulate
 from support.messages import shows
 
 
@@ -43,13 +43,43 @@ def test_nothing_patched_verifies():
     # what the verdict's caller says of a result: a copy sent as the very argument (an attacker's, issue 41)
     (boundary.Known, "index", lambda self, value: 0),
     (boundary, "encode", lambda *a, **k: b""),
+    # what the caller runs for the judge (the second attacker of its requests)
+    (probes, "global_rng_kept", lambda function, *a, **k: (function(*a, **k), True)),
+    (calls, "take", lambda value, state: None),
+    (torch.Tensor, "grad", property(lambda self: None, lambda self, value: None)),
+    (torch, "get_rng_state", lambda: torch.zeros(5056, dtype=torch.uint8)),
 ], ids=["Tensor.to", "Tensor.device", "Tensor.dtype", "Module.to", "torch.device", "checks.assert_device",
         "checks.core._fail", "checks.tensors.assert_tensor", "builtins.print", "boundary.Known.index",
-        "boundary.encode"])
+        "boundary.encode", "probes.global_rng_kept", "calls.take", "Tensor.grad", "torch.get_rng_state"])
 def test_a_patch_is_reported_by_name(monkeypatch, owner, name, replacement):
     monkeypatch.setattr(owner, name, replacement)
     shown = tampering_reported(integrity.verify, "to_device")
     assert name in shown
+
+
+def test_a_patch_is_seen_whatever_the_cell_makes_the_lookups_answer(monkeypatch):
+    """attacks-slicing.toml: importlib-import-module-patched-so-integrity-sees-the-originals and
+    simulate-replacement-patched-so-integrity-excuses-any-patch."""
+    import importlib
+    import types
+
+    patched = lambda function, *a, **k: (function(*a, **k), True)  # noqa: E731
+    copy = types.ModuleType("autograder.probes")
+    copy.__dict__.update(vars(probes))
+    real_import = importlib.import_module
+    monkeypatch.setattr(importlib, "import_module", lambda name, *a: copy if name == "autograder.probes"
+                        else real_import(name, *a))
+    monkeypatch.setattr(simulate, "replacement", lambda name: patched)
+    monkeypatch.setattr(probes, "global_rng_kept", patched)
+    assert "global_rng_kept" in tampering_reported(integrity.verify, "make_sampler")
+
+
+def test_a_module_put_in_the_place_of_a_watched_one_is_tampering(monkeypatch):
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "autograder.probes", types.ModuleType("autograder.probes"))
+    tampering_reported(integrity.verify, "make_sampler")
 
 
 def test_every_module_of_the_checks_is_watched():
