@@ -39,8 +39,8 @@ def source_notebook(assignment):
 def verdict_cells(submission) -> list[dict]:
     """The verdict's cells of a submission described as the attack corpora do (`assignment`; `base`, each solution
     cell as the solution, "solution", or as released, "release"; `replace`, a solution cell's code by its grade
-    id; `insert`, a cell of the student's own after the imports, or a list of them): the source's code cells, made
-    as DecideGrades makes them."""
+    id; `insert`, a cell of the student's own after the imports, or a list of them; `move`, a cell by its grade id
+    put right after another): the source's code cells, made as DecideGrades makes them."""
     cells = []
     for cell in source_notebook(submission["assignment"]).cells:
         if cell.cell_type != "code":
@@ -56,4 +56,7 @@ def verdict_cells(submission) -> list[dict]:
             inserted = submission["insert"]  # or a list of them, in order
             for source in [inserted] if isinstance(inserted, str) else inserted:
                 cells.append({"kind": "student", "source": source.strip(), "grade_id": None})
+    for moved, after in submission.get("move", {}).items():  # a submission that reorders its cells
+        cell = cells.pop(next(i for i, made in enumerate(cells) if made["grade_id"] == moved))
+        cells.insert(1 + next(i for i, made in enumerate(cells) if made["grade_id"] == after), cell)
     return cells
