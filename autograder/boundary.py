@@ -38,7 +38,7 @@ a GradScaler), a container argument it returned, and each file at an absolute pa
 (a checkpoint it saved); the judge writes them into its own objects, which keep their identity, and at
 its own paths. A module the call made comes back as a tree of PyTorch's classes and, for a class of the
 student's, stand-ins named as the student's, with its state and the values of its properties. Every object a
-result holds carries the caller's number for it (`encode`, calls.Handles): a later call given the judge's
+result holds carries the caller's number for it (`encode`, `Handles`): a later call given the judge's
 object gives the caller its own again. A transfer counter (probes.count_transfers) active around a call is
 told what the caller's counter saw during it; an error the function raised is known by its text and the names
 of its classes (`CallerError`).
@@ -197,7 +197,7 @@ class Recorder(_Side):
     def __init__(self, fd, students=None, handles=None):
         super().__init__(fd, students)
         self.sent = {}  # id → object sent as an opaque stand-in: the judge cannot run a call on it
-        self.handles = handles  # calls.Handles: what the judge knows by number
+        self.handles = handles  # Handles: what the judge knows by number
 
     def opaque(self, value) -> bool:
         return id(value) in self.sent and self.sent[id(value)] is value
@@ -355,23 +355,89 @@ def _arrived(signum, frame):
     _ARRIVED.append(signum)
 
 
+class TestCellCode(BaseException):
+    """The test cell gives the student's code code of its own (a function, a class with its own `forward`): the
+    caller runs no code of the test's. The instructor's error (verdict_test_cell_gives_code). A BaseException, so
+    that no `except Exception` of the cell takes it for a student's error."""
+
+
+class LostObject(Exception):
+    """An object the judge rebuilt from what the caller sent, which the caller did not number: the judge cannot give
+    it back (an opaque stand-in has nothing to send; a PyTorch module rebuilt without its `__init__` may not pickle:
+    attacks-slicing.toml, rebuilt-lstm-in-an-unnumbered-module-blocks-grading-as-instructor-error). The call fails,
+    as one whose result could not be read: the student's process sent it so."""
+
+
+class Handles:
+    """The objects one side knows the other's by, by number: the caller numbers what it makes (1, 2, ...),
+    the judge what it sends (-1, -2, ...), so that neither takes the other's numbers. Each object is kept
+    alive, so that its id is never another's."""
+
+    def __init__(self, step):
+        self.step, self.last = step, 0
+        self.objects = {}  # number → object
+        self.numbers = {}  # id → number
+        self.parts = {}  # id → (object, number, path): a submodule of a module known by number
+        self.received = {}  # id → object: what the judge rebuilt from the caller's data, numbered or not
+
+    def number(self, value) -> int | None:
+        number = self.numbers.get(id(value))
+        return number if number is not None and self.objects[number] is value else None
+
+    def own(self, value) -> int:
+        """The number of `value`, given one now if it has none."""
+        number = self.number(value)
+        if number is None:
+            self.last += self.step
+            number = self.last
+            self.take(number, value)
+        return number
+
+    def take(self, number, value):
+        """`value` is known by `number` now (the judge: what the caller's report calls so)."""
+        self.objects[number] = value
+        self.numbers[id(value)] = number
+        if isinstance(value, nn.Module):
+            for path, module in value.named_modules():
+                if path:
+                    self.parts[id(module)] = (module, number, path)
+
+    def rebuilt(self, value):
+        """The judge rebuilt `value` from the caller's data (boundary.decode): sent back only by its number."""
+        parts = value.modules() if isinstance(value, nn.Module) else [value]
+        self.received.update((id(part), part) for part in parts)
+
+    def reference(self, value):
+        """How the other side finds `value`: ("handle", number), ("part", number, path), or None."""
+        number = self.number(value)
+        if number is not None:
+            return ("handle", number)
+        part = self.parts.get(id(value))
+        if part is not None and part[0] is value:
+            return ("part", part[1], part[2])
+        return None
+
+    def find(self, reference):
+        if reference[0] == "handle":
+            return self.objects[reference[1]]
+        return self.objects[reference[1]].get_submodule(reference[2])
+
+
 class Judge(_Side):
-    """In the judge: each call of the student's code is asked of the caller (calls.request, sent by `ask`); its
-    result is the caller's, read on `fd` and rebuilt from data alone. `students`: the stubs, by name."""
+    """In the judge: each call of the student's code is asked of the caller (`ask`: calls.asker); its result is the
+    caller's, read on `fd` and rebuilt from data alone. `students`: the stubs, by name (None: every call crosses);
+    `handles`: what each side knows of the other's objects, shared with `ask`."""
 
-    def __init__(self, fd, ask, students=None):
-        from .calls import Handles
-
+    def __init__(self, fd, ask, students=None, handles=None):
         super().__init__(fd, None if students is None else list(students.values()))  # None: every call crosses
-        self.ask, self.names = ask, {id(stub): name for name, stub in (students or {}).items()}  # ask(frame): sends it
-        self.handles, self.asked = Handles(-1), 0
+        # ask(number, function, args, kwargs, then, known): sends the caller the request (calls.asker)
+        self.ask, self.handles, self.asked = ask, handles or Handles(-1), 0
 
     @staticmethod
     def opaque(value) -> bool:
         return type(value) in _OPAQUE.values()
 
     def call(self, what, function, args, kwargs, then, run):
-        from . import calls
         from .messages import diagnostic
 
         known = Known((_owner(function), args), kwargs, self.opaque)
@@ -379,13 +445,11 @@ class Judge(_Side):
             return run(what, function, args, kwargs, then)
         self.asked += 1
         try:
-            with _NO_DISPATCH(), _NO_TORCH_FUNCTION():  # what pickling does is not the student's: no counter sees it
-                frame = calls.request(self.asked, function, args, kwargs, then, known, self.handles, self.names)
-        except calls.LostObject:  # the caller sent it without its number: the student's process, not the test
+            self.ask(self.asked, function, args, kwargs, then, known)
+        except LostObject:  # the caller sent it without its number: the student's process, not the test
             raise diagnostic("verdict_call_unreadable", what=what) from None
         except (pickle.PicklingError, TypeError, AttributeError) as error:  # something of the test's that cannot travel
-            raise calls.TestCellCode(f"{type(error).__name__}: {error}") from None
-        self.ask(frame)
+            raise TestCellCode(f"{type(error).__name__}: {error}") from None
         with _NO_DISPATCH(), _NO_TORCH_FUNCTION():  # what rebuilding does is not the student's: no counter sees it
             report = self._receive(what)
         if report.get("what") != self.asked:
@@ -696,7 +760,7 @@ def _held(value) -> bool:
 class Payloads(list):
     """The tensors of one report, in order: the caller remembers which it encoded (`memo`), the judge
     which it rebuilt (`rebuilt`), so that a tensor found twice is one tensor on both sides. `handles`
-    (calls.Handles): the caller numbers each object it sends, the judge knows its rebuilt object by that number."""
+    (Handles): the caller numbers each object it sends, the judge knows its rebuilt object by that number."""
 
     def __init__(self, items=(), handles=None):
         super().__init__(items)

@@ -8,7 +8,7 @@ generators. The caller, which waits on nothing else, makes the call and answers 
 caller learns what the test gives the student's functions, as a student's function in a kernel does, and
 nothing else; a label (`what`) is never sent, a request and its report are numbered instead.
 
-Objects cross once, and each side knows the other's by number (`Handles`). What the caller made (a result,
+Objects cross once, and each side knows the other's by number (`boundary.Handles`). What the caller made (a result,
 its parts) comes back by its number, so the student's own object is given again, hooks and all; what the
 judge made is pickled the first time and known by its number afterwards, the judge's changes to it since
 (a tensor's values and gradient, a module's mode and plain attributes) sent along (`changes`, `take`).
@@ -35,80 +35,15 @@ import numpy
 import torch
 from torch import nn
 
+from . import boundary
+from .boundary import LostObject, TestCellCode
+
 _LENGTH = struct.Struct("<Q")
 # bound at import, in the verdict's parent, before any student code: a cell that wrapped `pickle.loads` took the
 # judge's stale gradients out of every request (attacks-slicing.toml,
 # pickle-loads-patched-in-a-cell-strips-the-judges-stale-gradients)
 _LOADS, _UNPICKLER = pickle.loads, pickle.Unpickler
 TEST_MODULE = "__main__"  # what the classes and functions a test cell defines name as their module (verdict._judge)
-
-
-class TestCellCode(BaseException):
-    """The test cell gives the student's code code of its own (a function, a class with its own `forward`): the
-    caller runs no code of the test's. The instructor's error (verdict_test_cell_gives_code). A BaseException, so
-    that no `except Exception` of the cell takes it for a student's error."""
-
-
-class LostObject(Exception):
-    """An object the judge rebuilt from what the caller sent, which the caller did not number: the judge cannot give
-    it back (an opaque stand-in has nothing to send; a PyTorch module rebuilt without its `__init__` may not pickle:
-    attacks-slicing.toml, rebuilt-lstm-in-an-unnumbered-module-blocks-grading-as-instructor-error). The call fails,
-    as one whose result could not be read: the student's process sent it so."""
-
-
-class Handles:
-    """The objects one side knows the other's by, by number: the caller numbers what it makes (1, 2, ...),
-    the judge what it sends (-1, -2, ...), so that neither takes the other's numbers. Each object is kept
-    alive, so that its id is never another's."""
-
-    def __init__(self, step):
-        self.step, self.last = step, 0
-        self.objects = {}  # number → object
-        self.numbers = {}  # id → number
-        self.parts = {}  # id → (object, number, path): a submodule of a module known by number
-        self.received = {}  # id → object: what the judge rebuilt from the caller's data, numbered or not
-
-    def number(self, value) -> int | None:
-        number = self.numbers.get(id(value))
-        return number if number is not None and self.objects[number] is value else None
-
-    def own(self, value) -> int:
-        """The number of `value`, given one now if it has none."""
-        number = self.number(value)
-        if number is None:
-            self.last += self.step
-            number = self.last
-            self.take(number, value)
-        return number
-
-    def take(self, number, value):
-        """`value` is known by `number` now (the judge: what the caller's report calls so)."""
-        self.objects[number] = value
-        self.numbers[id(value)] = number
-        if isinstance(value, nn.Module):
-            for path, module in value.named_modules():
-                if path:
-                    self.parts[id(module)] = (module, number, path)
-
-    def rebuilt(self, value):
-        """The judge rebuilt `value` from the caller's data (boundary.decode): sent back only by its number."""
-        parts = value.modules() if isinstance(value, nn.Module) else [value]
-        self.received.update((id(part), part) for part in parts)
-
-    def reference(self, value):
-        """How the other side finds `value`: ("handle", number), ("part", number, path), or None."""
-        number = self.number(value)
-        if number is not None:
-            return ("handle", number)
-        part = self.parts.get(id(value))
-        if part is not None and part[0] is value:
-            return ("part", part[1], part[2])
-        return None
-
-    def find(self, reference):
-        if reference[0] == "handle":
-            return self.objects[reference[1]]
-        return self.objects[reference[1]].get_submodule(reference[2])
 
 
 # In the judge
@@ -173,15 +108,11 @@ class _Pickler(pickle.Pickler):
 def _rebuilt_kind(kind) -> bool:
     """Whether `kind` is one of the types the judge makes for what the caller sent (boundary: a stand-in module, a
     namedtuple or container subclass of the student's)."""
-    from . import boundary
-
     return kind in boundary._STAND_IN_MODULES.values() or kind in boundary._NAMEDTUPLES.values() or any(
         kind in made.values() for made in boundary._SUBCLASSES.values())
 
 
 def _opaque_kind(kind) -> bool:
-    from . import boundary
-
     return kind in boundary._OPAQUE.values()
 
 
@@ -210,14 +141,22 @@ _TEMPORARY = [os.path.join(tempfile.gettempdir(), "")]  # where the judge's temp
 
 def _files(args, kwargs) -> list:
     """The files the test wrote at the paths the call is given (a checkpoint to load): [relative path, bytes]."""
-    from .boundary import _paths
-
     files = []
-    for path in _paths(args, kwargs):
+    for path in boundary._paths(args, kwargs):
         if path.startswith(_TEMPORARY[0]) and os.path.isfile(path):
             with open(path, "rb") as file:
                 files.append([path[len(_TEMPORARY[0]):], file.read()])
     return files
+
+
+def asker(send, handles, students):
+    """The judge's `ask` (boundary.Judge): each call of the student's code as a request (`request`), sent with
+    `send`; `students`: id of each stub → the student's name for it."""
+    def ask(number, function, args, kwargs, then, known):
+        with boundary._NO_DISPATCH(), boundary._NO_TORCH_FUNCTION():  # pickling is not the student's: no counter sees it
+            frame = request(number, function, args, kwargs, then, known, handles, students)
+        send(frame)
+    return ask
 
 
 def changes(value):
@@ -245,7 +184,6 @@ def _tensor_state(tensor):
 def _around() -> dict:
     """What the judge is inside of now, that the student's call must be inside of too."""
     from . import simulate
-    from .boundary import _counters
     from .checks import core
     from .probes import AUTOCAST_DEVICE_TYPES, copies_skipped
 
@@ -253,7 +191,7 @@ def _around() -> dict:
             "grad": torch.is_grad_enabled(),
             "autocast": [[kind, str(torch.get_autocast_dtype(kind)).removeprefix("torch.")]
                          for kind in AUTOCAST_DEVICE_TYPES if torch.is_autocast_enabled(kind)],
-            "counters": len(_counters()),
+            "counters": len(boundary._counters()),
             "copies_skipped": copies_skipped(),
             "values_on_meta": core._VALUES_ON_META[-1],
             "random": [torch.get_rng_state(), random.getstate(), numpy.random.get_state()]}
@@ -273,12 +211,10 @@ def outside_now():
 
 def read_request(fd):
     """The judge's next request: (its plain part, the pickled call), or None when the judge has ended."""
-    from .boundary import read_exactly
-
     parts = []
     for _ in range(2):
-        header = read_exactly(fd, _LENGTH.size)
-        data = read_exactly(fd, _LENGTH.unpack(header)[0]) if header is not None else None
+        header = boundary.read_exactly(fd, _LENGTH.size)
+        data = boundary.read_exactly(fd, _LENGTH.unpack(header)[0]) if header is not None else None
         if data is None:
             return None
         parts.append(data)
@@ -354,17 +290,15 @@ _MISSING = object()
 
 def _take_tensor(tensor, state):
     """PyTorch's C methods alone (boundary.SET_GRAD, ...): a cell of the student's may have replaced Tensor's."""
-    from .boundary import GET_GRAD, REQUIRES_GRAD, SET_GRAD, _differs, _replace_data
-
     payload, requires_grad, grad = state
-    if _differs(tensor, payload):
-        _replace_data(tensor, payload)
+    if boundary._differs(tensor, payload):
+        boundary._replace_data(tensor, payload)
     leaf = torch._C.TensorBase.is_leaf.__get__(tensor)
     if leaf and torch._C.TensorBase.requires_grad.__get__(tensor) != requires_grad and payload.is_floating_point():
-        REQUIRES_GRAD(tensor, requires_grad)
-    held = GET_GRAD(tensor)
-    if leaf and ((grad is None) != (held is None) or grad is not None and _differs(held, grad)):
-        SET_GRAD(tensor, grad)
+        boundary.REQUIRES_GRAD(tensor, requires_grad)
+    held = boundary.GET_GRAD(tensor)
+    if leaf and ((grad is None) != (held is None) or grad is not None and boundary._differs(held, grad)):
+        boundary.SET_GRAD(tensor, grad)
 
 
 @contextlib.contextmanager

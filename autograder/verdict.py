@@ -63,7 +63,7 @@ from .kernel import PAUSED_RECORD
 from .linux import PR_SET_DUMPABLE, close_all_but
 from . import program
 from .program import STUDENTS_MACHINE
-from .calls import outside_now, sender
+from .calls import asker, outside_now, sender
 from .simulate import questions, simulated_accelerator, simulated_machine
 
 RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
@@ -322,7 +322,7 @@ def _caller(started, namespace, writer, asks, names, again=(), clock=None):
         from .checks import core
 
         names = sorted({*names, *_bind_solutions(namespace, started["solutions"])})
-        handles = calls.Handles(1)
+        handles = boundary.Handles(1)
         recorder = boundary.Recorder(writer, [namespace[name] for name in names], handles)
         core.use_boundary(recorder)
         recorder.send_names(names)
@@ -588,7 +588,10 @@ def _judge(cell, namespace, writer, calls, asks, seed):
             boundary.take_torch_settings(settings)  # the test's tensors made as in the student's kernel
             boundary.same_draws(seed)
             judged = _judged(namespace, names)
-            core.use_boundary(boundary.Judge(calls, sender(asks), {name: judged[name] for name in names if name in judged}))
+            stubs = {name: judged[name] for name in names if name in judged}
+            handles = boundary.Handles(-1)
+            ask = asker(sender(asks), handles, {id(stub): name for name, stub in stubs.items()})
+            core.use_boundary(boundary.Judge(calls, ask, stubs, handles))
             outside_now()  # the machines simulated from here on are the test's, and the caller's too
             with simulated_machine(STUDENTS_MACHINE):  # the same grade on every grader, a GPU's too
                 result = _test(cell, judged)
@@ -600,7 +603,7 @@ def _judge(cell, namespace, writer, calls, asks, seed):
 def _test(cell, namespace) -> dict:
     """Run the test; a failure comes back as its message key and typed fields, never as text."""
     from .boundary import JudgeOnlyCall
-    from .calls import TestCellCode
+    from .boundary import TestCellCode
     from .messages import typed_field
 
     try:

@@ -35,7 +35,7 @@ class Caller:
     functions and classes by name."""
 
     def __init__(self, writer, students, handles=None):
-        self.handles, self.scope = handles or calls.Handles(1), dict(students)
+        self.handles, self.scope = handles or boundary.Handles(1), dict(students)
         self.recorder = boundary.Recorder(writer, list(students.values()), self.handles)
 
     def answer(self, frame):
@@ -52,16 +52,19 @@ class Caller:
 def told(reader, students=None):
     """A judge that reads what was written on `reader` as the report of its first call (its request goes nowhere);
     `students`: the stubs, by name (None: every call crosses)."""
-    return boundary.Judge(reader, lambda frame: None, students)
+    return boundary.Judge(reader, lambda *request: None, students)
 
 
 def judge_and_caller(pipe, caller_handles=None, **students):
     """A judge whose every request a caller answers here at once; `students`: the student's functions and classes
     by name, which the judge holds as stubs (the second value returned, by name) and the caller as they are;
-    `caller_handles`: how the caller numbers what it sends (calls.Handles)."""
+    `caller_handles`: how the caller numbers what it sends (boundary.Handles)."""
     reader, writer = pipe
     stubs = {name: boundary.stub(name) for name in students}
-    return boundary.Judge(reader, Caller(writer, students, caller_handles).answer, stubs), stubs
+    handles = boundary.Handles(-1)
+    ask = calls.asker(Caller(writer, students, caller_handles).answer, handles,
+                      {id(stub): name for name, stub in stubs.items()})
+    return boundary.Judge(reader, ask, stubs, handles), stubs
 
 
 def sealed(pipe, function, *args, then=None, judged=None):

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from autograder import calls, checks, probes, simulate
+from autograder import boundary, calls, checks, probes, simulate
 from autograder.checks import core
 from support.sealed import judge_and_caller, pipe, sealed  # noqa: F401: pipe is a fixture
 
@@ -106,7 +106,7 @@ def test_a_namedtuple_of_the_test_cell_is_one_of_its_name_and_fields(pipe):
 ], ids=["a-function", "a-lambda", "a-module-with-its-own-forward", "a-class-itself"])
 def test_code_of_the_test_cell_never_reaches_the_caller(pipe, source, given):
     """The instructor's error (verdict_test_cell_gives_code): such a helper is shipped in autograder.probes."""
-    with pytest.raises(calls.TestCellCode):
+    with pytest.raises(boundary.TestCellCode):
         sealed(pipe, lambda value: None, given(defined_by(source)))
 
 
@@ -159,7 +159,7 @@ def test_a_transfer_counter_around_the_call_counts_in_the_caller(pipe):
     checks.assert_transfers(counter, 1, "f(t)")
 
 
-class Unnumbered(calls.Handles):
+class Unnumbered(boundary.Handles):
     """A caller's numbers as a hostile one sends them: none the judge takes."""
 
     def own(self, value):
