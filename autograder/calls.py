@@ -26,9 +26,9 @@ import io
 import os
 import pathlib
 import pickle
-import tempfile
 import random
 import struct
+import tempfile
 import types
 
 import numpy
