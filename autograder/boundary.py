@@ -17,9 +17,9 @@ In the verdict (autograder/verdict.py) every test cell has two processes:
 So a function body can do anything in the caller (patch the checks, write a forged record, exit) and
 still decide nothing: the judge reads its result as plain data, with an unpickler that builds no class
 (`_DataOnly`), each tensor from its raw bytes, and rebuilds it from a closed set of kinds; an unreadable or missing
-result fails the call. The caller's random number generators are the judge's at each call (calls.around), and
-the judge's are as before the call after it, so that what the student's code drew does not change the cell's
-later tensors.
+result fails the call. The caller's random number generators are the judge's at each call
+(calls._draw_as_the_judge), and the judge's are as before the call after it, so that what the student's code
+drew does not change the cell's later tensors.
 
 What the judge cannot see it is told: whether a returned tensor is a leaf, requires grad, or is
 computed from one of the call's arguments (the caller walks its autograd graph). Such a tensor is
@@ -647,11 +647,12 @@ def _as_tuple(kinds) -> tuple:
 
 
 def same_draws(seed):
-    """Seed the random number generators a test cell draws from, the same in the caller and in the judge
-    (each forked from a process whose draws differ: the program ran the student's cells, the judge's
-    parent did not), so that the cell's unseeded tensors are the same on both sides. A right answer passes
-    on any draws; the student's own seed (`torch.manual_seed(42)` in a cell) decides nothing here. The
-    verdict derives `seed` from the test cell's whole text (verdict._seed): no student knows it."""
+    """Seed the random number generators a test cell draws from, in the judge (each request carries them to the
+    caller: calls._draw_as_the_judge), so that the cell's unseeded tensors are the same on every grader and every
+    regrade. A right answer passes on any draws; the student's own seed (`torch.manual_seed(42)` in a cell) decides
+    nothing here. The verdict derives `seed` from the test cell's whole text (verdict._seed): no student knows it,
+    though the caller can read it back from the generators it is sent (attacks-slicing.toml,
+    judge-seed-a-hash-of-the-hidden-test-cell-read-in-the-caller)."""
     import random
 
     torch.manual_seed(seed)

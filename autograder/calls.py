@@ -153,7 +153,7 @@ def asker(send, handles, students):
     """The judge's `ask` (boundary.Judge): each call of the student's code as a request (`request`), sent with
     `send`; `students`: id of each stub → the student's name for it."""
     def ask(number, function, args, kwargs, then, known):
-        with boundary._NO_DISPATCH(), boundary._NO_TORCH_FUNCTION():  # pickling is not the student's: no counter sees it
+        with boundary._NO_DISPATCH(), boundary._NO_TORCH_FUNCTION():  # no counter sees the pickling
             frame = request(number, function, args, kwargs, then, known, handles, students)
         send(frame)
     return ask
