@@ -307,8 +307,8 @@ def test_nothing_it_starts_outlives_it_and_nothing_it_leaves_trips_the_grader(mo
     os.symlink("data", work / "kept")  # there before the kernel: stays
     tag = f"course-sandbox-test-{uuid.uuid4().hex[:8]}"
     kernel = Kernel(MODES[mode], work)
-    kernel.evaluate(f"""
-        import json, os, subprocess, sys
+    started = kernel.evaluate(f"""
+        import glob, json, os, subprocess, sys, time
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)  # {tag}"], start_new_session=True)
         if os.fork() == 0:  # a daemon of its own
             os.setsid()
@@ -319,9 +319,22 @@ def test_nothing_it_starts_outlives_it_and_nothing_it_leaves_trips_the_grader(mo
         open("tool", "w").close()
         os.chmod("tool", 0o4777)
         os.chmod(".", 0o777)
-        print("RESULT", json.dumps(True))
+
+        def processes():  # the daemon's exec may come after fork() returns here: wait for it
+            commands = []
+            for path in glob.glob("/proc/[0-9]*/cmdline"):
+                try:
+                    commands.append(open(path, "rb").read().replace(b"\\0", b" ").decode())
+                except OSError:
+                    pass
+            return commands
+        deadline = time.monotonic() + 30
+        while sum({tag!r} in command for command in processes()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        print("RESULT", json.dumps(processes()))
     """)
-    assert running(tag)
+    assert sum(tag in command for command in started) == 2, started  # as the kernel sees them
+    assert len(running(tag)) == 2
     kernel.shutdown()
     assert not running(tag)
     left = {str(p.relative_to(work)): p.lstat().st_mode for p in work.rglob("*")}
