@@ -650,9 +650,8 @@ def same_draws(seed):
     """Seed the random number generators a test cell draws from, in the judge (each request carries them to the
     caller: calls._draw_as_the_judge), so that the cell's unseeded tensors are the same on every grader and every
     regrade. A right answer passes on any draws; the student's own seed (`torch.manual_seed(42)` in a cell) decides
-    nothing here. The verdict derives `seed` from the test cell's whole text (verdict._seed): no student knows it,
-    though the caller can read it back from the generators it is sent (attacks-slicing.toml,
-    judge-seed-a-hash-of-the-hidden-test-cell-read-in-the-caller)."""
+    nothing here. The verdict derives `seed` from the test cell's grade id and released text (verdict._seed), never
+    from its hidden tests: the caller can read it back from the generators it is sent."""
     import random
 
     torch.manual_seed(seed)

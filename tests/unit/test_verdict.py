@@ -265,6 +265,18 @@ def test_the_hidden_part_is_nbgraders_whatever_its_comment(comment):
     assert "secret_reference" not in diagnostics.render(leaked, source, visible)
 
 
+def test_the_judges_seed_says_nothing_of_the_hidden_part():
+    """The caller reads the seed back from the generators each request carries (attacks-slicing.toml,
+    judge-seed-…): the seed follows the cell's grade id and released text, and no change of its hidden tests."""
+    def cell(grade_id, hidden):
+        source = f"x = torch.randn(3)\n### BEGIN HIDDEN TESTS\n{hidden}\n### END HIDDEN TESTS\n"
+        return verdict_cell(nbformat.v4.new_code_cell(source, metadata={"nbgrader": {
+            "grade": True, "grade_id": grade_id, "points": 1, "solution": False, "locked": True}}))
+
+    assert verdict._seed(cell("t", "checks.call(f, 1)")) == verdict._seed(cell("t", "checks.call(f, 2)"))
+    assert verdict._seed(cell("t", "")) != verdict._seed(cell("u", ""))
+
+
 # ------------------------------------------------------------------ what a test cell shows
 
 def graded_with(outputs, points=3) -> tuple:
