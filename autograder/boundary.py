@@ -153,7 +153,7 @@ _HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_
 
 
 class _Side:
-    """What the caller and the judge decide alike: whether a call crosses.
+    """What the caller and the judge know alike: the student's code, and which modules carry it.
 
     `students`: the student's functions and classes (in the judge, their stubs); None: every call
     crosses. `carrying`: the modules among the arguments that carry the student's code (a hook, their own
@@ -163,15 +163,6 @@ class _Side:
         self.fd = fd
         self.students = None if students is None else {id(f) for f in students}
         self.carrying = {}  # id → module
-
-    def crosses(self, function, known) -> bool:
-        if self.students is None:
-            return True
-        involved = [function, *known.leaves]
-        return any(id(value) in self.students or self.opaque(value) or self.carries(value) for value in involved)
-
-    def carries(self, value) -> bool:
-        return isinstance(value, nn.Module) and any(self.carrying.get(id(m)) is m for m in value.modules())
 
     def mark(self, known, carrying):
         """`carrying`: [held index, path] of each module that carries the student's code now."""
@@ -436,6 +427,16 @@ class Judge(_Side):
     @staticmethod
     def opaque(value) -> bool:
         return type(value) in _OPAQUE.values()
+
+    def crosses(self, function, known) -> bool:
+        """Whether the call involves the student's code, and so is asked of the caller."""
+        if self.students is None:
+            return True
+        involved = [function, *known.leaves]
+        return any(id(value) in self.students or self.opaque(value) or self.carries(value) for value in involved)
+
+    def carries(self, value) -> bool:
+        return isinstance(value, nn.Module) and any(self.carrying.get(id(m)) is m for m in value.modules())
 
     def call(self, what, function, args, kwargs, then, run):
         from .messages import diagnostic

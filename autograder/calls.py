@@ -43,7 +43,7 @@ _LENGTH = struct.Struct("<Q")
 # judge's stale gradients out of every request (attacks-slicing.toml,
 # pickle-loads-patched-in-a-cell-strips-the-judges-stale-gradients)
 _LOADS, _UNPICKLER = pickle.loads, pickle.Unpickler
-TEST_MODULE = "__main__"  # what the classes and functions a test cell defines name as their module (verdict._judge)
+TEST_MODULE = "__main__"  # the judge's namespace (verdict.run): what a test cell's classes and functions name as their module
 
 
 # In the judge

@@ -63,7 +63,7 @@ from .kernel import PAUSED_RECORD
 from .linux import PR_SET_DUMPABLE, close_all_but
 from . import program
 from .program import STUDENTS_MACHINE
-from .calls import asker, outside_now, sender
+from .calls import TEST_MODULE, asker, outside_now, sender
 from .simulate import questions, simulated_accelerator, simulated_machine
 
 RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
@@ -110,7 +110,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
     recorded = set()  # the test cells whose records are written: their exercises' solutions may be sent
     places = {cell["grade_id"]: cell.get("place") for cell in cells if cell["kind"] == "test"}  # in the source
     _record(grader_fd, {"ready": True})
-    namespace = {"__name__": "__main__", "__builtins__": builtins}
+    namespace = {"__name__": TEST_MODULE, "__builtins__": builtins}
     readers = iter(zip((reader for reader, _ in pipes), (reader for reader, _ in clocks), (writer for _, writer in asks)))
     for cell in instructors_order(cells):
         if cell["kind"] == "trusted":  # on the students' machine, as in the program (_program_cell): every grader alike
