@@ -4,16 +4,19 @@ A grading kernel (course.kernels.manager.GradingKernelManager starts each one so
 start-up, before any cell of the submission. Every student call made through `checks.call` and every
 hidden test then calls `verify()`, which fails, with a bilingual note, when any watched object is no
 longer the one remembered: a patched `torch.Tensor.to`, `.device` or `.dtype`, `nn.Module.to`,
-`torch.device`, a replaced check helper or method of the boundary's classes, an overridden builtin. Once
+`torch.device`, a replaced check helper or method of the boundary's classes, an overridden builtin, a
+watched function given other code or defaults in place, any name a fully watched module binds. Once
 tampering is seen, it stays seen.
 
 This stops the obvious ways of faking results from inside the notebook. It cannot stop an attacker
-who has full Python access in the same process and sets out to defeat this module too; the threat
-model in the README says so, and what protects against that (one container per submission).
+who has full Python access in the same process and sets out to defeat this module too (its record is a
+dict of that process: attacks-slicing.toml, a-body-rewrites-integritys-own-record-and-the-leaf-flag); the
+threat model in the README says so, and what such a body can buy: only what the judge cannot check in data.
 """
 import functools
 import importlib
 import sys
+import types
 
 # Bound at this module's import, before any student code: a cell that replaced `importlib.import_module` showed this
 # module a copy of the module it had patched (attacks-slicing.toml,
@@ -79,12 +82,48 @@ def watched() -> dict[str, object]:
         if owner is None:  # every name remembered of it is gone
             current.update((key, None) for key in _remembered if key.startswith(owner_name + "."))
             continue
-        if names is None:
-            names = [n for n, v in vars(owner).items() if callable(v) and not n.startswith("__")]
+        if names is None:  # every name the module binds, functions, constants and imported modules alike
+            names = [n for n in vars(owner) if not n.startswith("__") and f"{owner_name}.{n}" not in REBOUND]
             current.update(_methods(owner))
         for name in names:
             current[f"{owner_name}.{name}"] = lookup(name, None)
+    for key, value in list(current.items()):
+        current.update(_insides(key, value))
     return current
+
+
+# what the course itself binds again while grading: the caller's boundary (checks.core.use_boundary)
+REBOUND = {"autograder.checks.core.boundary"}
+
+
+class _Held(tuple):
+    """What a function holds that a cell can replace while the function stays the same object (`f.__code__ =`,
+    `f.__defaults__ =`, a closure's cell): compared item by item, by identity."""
+
+    def same(self, other) -> bool:
+        return type(other) is _Held and len(other) == len(self) and all(a is b for a, b in zip(self, other))
+
+
+def _insides(key, value) -> dict[str, _Held]:
+    """The code, defaults and closure of a watched function, of a static or class method's, and of a property's
+    getter and setter (attacks-slicing.toml, a-function-of-the-boundary-given-other-code-in-place)."""
+    functions = {"": value} if isinstance(value, types.FunctionType) else {
+        f".{part}": getattr(value, part, None) for part in ("__func__", "fget", "fset", "fdel")}
+    found = {}
+    for part, function in functions.items():
+        if isinstance(function, types.FunctionType):
+            cells = tuple(_cell_contents(cell) for cell in function.__closure__ or ())
+            kwdefaults = tuple((function.__kwdefaults__ or {}).items())
+            found[f"{key}{part}.__insides__"] = _Held((function.__code__, function.__defaults__, *cells,
+                                                       *(item for pair in kwdefaults for item in pair)))
+    return found
+
+
+def _cell_contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
 
 
 def _methods(module) -> dict[str, object]:
@@ -130,9 +169,20 @@ def tampered() -> list[str]:
     """Names whose object differs from the remembered one (sticky: once seen, always reported)."""
     remember()  # outside a grading kernel: the first check records what is there
     now = watched()
-    _tampered.update(name for name, original in _remembered.items()
-                     if now.get(name) is not original and not _excused(name, now.get(name)))
+    _tampered.update(name for name, original in _remembered.items() if not _same(original, now.get(name))
+                     and not _excused(_holder(name), now.get(_holder(name))))
     return sorted(_tampered)
+
+
+def _holder(name) -> str:
+    """The watched name whose function holds what `name` names (`torch.nn.Module.to.__insides__`: `….to`)."""
+    for suffix in (".__insides__", ".__func__", ".fget", ".fset", ".fdel"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+def _same(original, found) -> bool:
+    return found is original or type(original) is _Held and original.same(found)
 
 
 def _excused(name, found) -> bool:

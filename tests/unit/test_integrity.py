@@ -1,5 +1,6 @@
 """Tampering with PyTorch or the course's helpers is seen, and stays seen."""
 import builtins
+import types
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,32 @@ def test_a_patch_is_reported_by_name(monkeypatch, owner, name, replacement):
     shown = tampering_reported(integrity.verify, "to_device")
     assert name in shown
 
+
+
+def _returns_none(*args, **kwargs):
+    return None
+
+
+@pytest.mark.parametrize("owner, name, replacement", [
+    (boundary._encoded, "__code__", _returns_none.__code__),  # the function stays the same object
+    (boundary._encoded, "__defaults__", (None, 1)),
+    (calls.take, "__kwdefaults__", {"unused": None}),
+    (boundary.random_state_kept.__closure__[0], "cell_contents", _returns_none),  # what contextmanager wraps
+    (boundary, "integrity", types.SimpleNamespace(verify=_returns_none)),  # a module the boundary imported
+    (boundary, "DEPTH_LIMIT", 10**9),  # a constant
+], ids=["code", "defaults", "keyword-defaults", "closure", "imported-module", "constant"])
+def test_a_change_inside_a_watched_function_or_module_is_reported(monkeypatch, owner, name, replacement):
+    """attacks-slicing.toml, a-function-of-the-boundary-given-other-code-in-place: a cell that gives a function
+    of the boundary other code keeps it the same object; so does one that rebinds what a function reads."""
+    monkeypatch.setattr(owner, name, replacement)
+    tampering_reported(integrity.verify, "make_weight")
+
+
+def test_what_the_course_binds_again_while_grading_is_no_tampering(monkeypatch):
+    from autograder.checks import core
+
+    monkeypatch.setattr(core, "boundary", object())  # core.use_boundary, in the verdict's caller
+    integrity.verify()
 
 def test_a_patch_is_seen_whatever_the_cell_makes_the_lookups_answer(monkeypatch):
     """attacks-slicing.toml: importlib-import-module-patched-so-integrity-sees-the-originals and
