@@ -107,15 +107,20 @@ class _Held(tuple):
 def _insides(key, value) -> dict[str, _Held]:
     """The code, defaults and closure of a watched function, of a static or class method's, and of a property's
     getter and setter (attacks-slicing.toml, a-function-of-the-boundary-given-other-code-in-place)."""
-    functions = {"": value} if isinstance(value, types.FunctionType) else {
-        f".{part}": getattr(value, part, None) for part in ("__func__", "fget", "fset", "fdel")}
+    if type(value) is types.FunctionType:
+        functions = {"": value}
+    elif isinstance(value, (staticmethod, classmethod)):
+        functions = {".__func__": value.__func__}
+    elif isinstance(value, property):
+        functions = {".fget": value.fget, ".fset": value.fset, ".fdel": value.fdel}
+    else:
+        return {}
     found = {}
     for part, function in functions.items():
-        if isinstance(function, types.FunctionType):
-            cells = tuple(_cell_contents(cell) for cell in function.__closure__ or ())
-            kwdefaults = tuple((function.__kwdefaults__ or {}).items())
-            found[f"{key}{part}.__insides__"] = _Held((function.__code__, function.__defaults__, *cells,
-                                                       *(item for pair in kwdefaults for item in pair)))
+        if type(function) is types.FunctionType:
+            cells = [_cell_contents(cell) for cell in function.__closure__ or ()]
+            kwdefaults = [item for pair in (function.__kwdefaults__ or {}).items() for item in pair]
+            found[f"{key}{part}.__insides__"] = _Held((function.__code__, function.__defaults__, *cells, *kwdefaults))
     return found
 
 
