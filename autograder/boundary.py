@@ -59,8 +59,10 @@ import os
 import pickle
 import re
 import signal
+import stat
 import struct
 import sys
+import tempfile
 import threading
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping, MutableMapping, MutableSequence
@@ -682,9 +684,20 @@ def random_state_kept():
 
 
 def _paths(args, kwargs) -> list[str]:
-    """The call's arguments that name a file by an absolute path: where the student's function may save."""
-    return [os.fspath(value) for value in [*args, *kwargs.values()]
-            if isinstance(value, (str, os.PathLike)) and os.path.isabs(os.fspath(value))]
+    """The call's arguments that name a file in this process's temporary folder, where a test keeps its files and
+    the student's function may save: named plainly, no `..` and no link on the way. No other string is a file of
+    the call's: one a student's function returned, passed on by the test, named the judge's own result pipe
+    (`/proc/self/cwd/../…/proc/self/fd/4`), and the judge wrote the caller's bytes there (attacks-slicing.toml,
+    loader-kwargs-path-makes-the-judge-write-its-own-result-pipe)."""
+    root = os.path.join(tempfile.gettempdir(), "")
+    named = [os.fspath(value) for value in [*args, *kwargs.values()] if isinstance(value, (str, os.PathLike))]
+    return [path for path in named if type(path) is str and plain_path_in(path, root)]
+
+
+def plain_path_in(path, root) -> bool:
+    """`path` lies in the folder `root` (ending with a separator), with no `..` and no link on the way."""
+    return (path.startswith(root) and ".." not in path.split(os.sep)
+            and os.path.realpath(path).startswith(os.path.join(os.path.realpath(root), "")))
 
 
 def _file_state(path, payloads) -> dict:
@@ -708,9 +721,9 @@ def _write_files(paths, files, payloads):
             payload = payloads[state["payload"]]
             if type(payload) is not torch.Tensor or payload.dtype != torch.uint8 or payload.ndim != 1:
                 raise TypeError("not a file")
-            with open(path, "wb") as file:
+            with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), "wb") as file:
                 file.write(payload.numpy().tobytes())
-        elif os.path.isfile(path):
+        elif os.path.lexists(path) and stat.S_ISREG(os.lstat(path).st_mode):
             os.remove(path)
 
 

@@ -142,7 +142,7 @@ _TEMPORARY = [os.path.join(tempfile.gettempdir(), "")]  # where the judge's temp
 def _files(args, kwargs) -> list:
     """The files the test wrote at the paths the call is given (a checkpoint to load): [relative path, bytes]."""
     files = []
-    for path in boundary._paths(args, kwargs):
+    for path in boundary._paths(args, kwargs):  # plain paths in this folder only: `/tmp/../…` named any file
         if path.startswith(_TEMPORARY[0]) and os.path.isfile(path):
             with open(path, "rb") as file:
                 files.append([path[len(_TEMPORARY[0]):], file.read()])

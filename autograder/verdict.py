@@ -487,9 +487,13 @@ def run_test(cell, namespace, timeout, calls, asks, own=(), seed=0, clock=None, 
     another machine (`_paused`), the test's clock stands still, up to `allowance` seconds
     (DecideGrades.with_limits); `paused()` is called the first time."""
     reader, writer = os.pipe()
+    # what the judge's result starts with, known to this process and the judge alone: bytes the judge was made to
+    # write on its pipe from a caller's report are never taken for its result (attacks-slicing.toml,
+    # loader-kwargs-path-makes-the-judge-write-its-own-result-pipe)
+    seal = os.urandom(16).hex().encode()
     pid = _fork()
     if pid == 0:
-        _judge(cell, namespace, writer, calls, asks, seed)  # never returns
+        _judge(cell, namespace, writer, calls, asks, seed, seal)  # never returns
     os.close(writer)
     received, deadline, timed_out = b"", time.monotonic() + timeout, False
     watched, held, stopped, said = [reader, *([clock] if clock is not None else [])], 0.0, None, False
@@ -520,7 +524,7 @@ def run_test(cell, namespace, timeout, calls, asks, own=(), seed=0, clock=None, 
         if not chunk:
             break
         received += chunk
-        if len(received) > RESULT_LIMIT:
+        if len(received) > len(REACHED) + len(seal) + RESULT_LIMIT:
             break
     os.close(reader)
     _kill(pid)
@@ -528,7 +532,7 @@ def run_test(cell, namespace, timeout, calls, asks, own=(), seed=0, clock=None, 
     if timed_out:
         return {"passed": False, "key": "timed_out", "never_reached": not reached}
     try:
-        result = json.loads(received.removeprefix(REACHED))
+        result = _sealed_result(received.removeprefix(REACHED), seal)
         if result["passed"] is True:
             return {"passed": True}
         if result.get("key") in _TEST_CELL_MISTAKES:
@@ -571,7 +575,14 @@ def _end_stragglers(spared):
             break
 
 
-def _judge(cell, namespace, writer, calls, asks, seed):
+def _sealed_result(sealed, seal) -> dict:
+    """The judge's result, which follows its seal; ValueError for any other bytes on its pipe."""
+    if not sealed.startswith(seal) or len(sealed) > len(seal) + RESULT_LIMIT:
+        raise ValueError("not the judge's result")
+    return json.loads(sealed[len(seal):])
+
+
+def _judge(cell, namespace, writer, calls, asks, seed, seal):
     """In the forked judge: only its pipes stay open; it reads the student's names from the caller, then
     runs the test, asking the caller for each call of the student's code, and writes the result on `writer`.
     Never returns."""
@@ -597,7 +608,7 @@ def _judge(cell, namespace, writer, calls, asks, seed):
             outside_now()  # the machines simulated from here on are the test's, and the caller's too
             with simulated_machine(STUDENTS_MACHINE):  # the same grade on every grader, a GPU's too
                 result = _test(cell, judged)
-        os.write(writer, json.dumps(result).encode()[:RESULT_LIMIT])
+        os.write(writer, seal + json.dumps(result).encode()[:RESULT_LIMIT])
     finally:
         os._exit(0)
 

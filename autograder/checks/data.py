@@ -1,6 +1,10 @@
 """Checks of data and its movement: rows of a data set, counted transfers, DataLoader arguments, NumPy
 arrays, and each rank's samples, shards, epochs and seeds.
 """
+import contextlib
+import random
+import zlib
+
 import numpy
 import torch
 
@@ -90,13 +94,34 @@ def sampled_indices(sampler, size, what):
 
 def sampled_shard(what, size, make_sampler, *args):
     """The indices (`sampled_indices`) of the sampler `make_sampler(*args)` returns, where neither that call
-    nor iterating the sampler may change the global random number generator (`assert_global_rng_kept`)."""
+    nor iterating the sampler may change the global random number generator (`assert_global_rng_kept`).
+    Both run with global generators of their own, as each rank of a real job is a process of its own."""
     __tracebackhide__ = True
-    sampler, kept = call(what, global_rng_kept, make_sampler, *args)
-    assert_global_rng_kept(kept, what)
-    indices, kept = call(what, global_rng_kept, list, sampler)
-    assert_global_rng_kept(kept, what)
+    with _global_generators_of(args):
+        sampler, kept = call(what, global_rng_kept, make_sampler, *args)
+        assert_global_rng_kept(kept, what)
+        indices, kept = call(what, global_rng_kept, list, sampler)
+        assert_global_rng_kept(kept, what)
     return sampled_indices(indices, size, what)
+
+
+@contextlib.contextmanager
+def _global_generators_of(args):
+    """PyTorch's, Python's and NumPy's global generators seeded from the call's integer arguments (rank, epoch,
+    seed), as they were after. A sampler that shuffled with a global generator and put it back gave every rank
+    the same order when all ranks drew from one state (attacks-slicing.toml,
+    make-sampler-shuffles-with-pythons-global-generator-put-back); ranks of a real job draw from their own."""
+    key = zlib.crc32(repr([value for value in args if type(value) is int]).encode())
+    python, legacy = random.getstate(), numpy.random.get_state()
+    with torch.random.fork_rng(devices=[]):
+        torch.default_generator.manual_seed(key)
+        random.seed(key)
+        numpy.random.seed(key)
+        try:
+            yield
+        finally:
+            random.setstate(python)
+            numpy.random.set_state(legacy)
 
 
 def assert_shards(shards, size, what):

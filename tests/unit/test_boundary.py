@@ -413,6 +413,32 @@ def test_a_file_saved_at_a_path_argument_is_at_the_judges_own_path(pipe, tmp_pat
         assert judged.read_bytes() == b""
 
 
+
+@pytest.mark.parametrize("named, plain", [
+    ("{tmp}/model.pt", True),
+    ("{tmp}/../{name}/model.pt", False),  # the same file, by a way round
+    ("{tmp}/link/fd/4", False),  # a link on the way: to /proc/self
+    ("/proc/self/cwd/model.pt", False),  # a place of each process's own
+    ("model.pt", False),
+], ids=["plain", "dot-dot", "link", "proc", "relative"])
+def test_only_a_plain_path_in_the_temporary_folder_is_a_file_of_the_call(tmp_path, named, plain):
+    """attacks-slicing.toml, loader-kwargs-path-makes-the-judge-write-its-own-result-pipe: a string the student's
+    function returned, passed on by the test, named the judge's own result pipe, where the judge wrote the
+    caller's bytes."""
+    os.symlink("/proc/self", tmp_path / "link")
+    path = named.format(tmp=tmp_path, name=tmp_path.name)
+    assert boundary._paths((path,), {"also": path}) == ([path, path] if plain else [])
+
+
+def test_a_file_of_the_call_is_written_in_the_judge_without_following_a_link(tmp_path):
+    target, link = tmp_path / "target", tmp_path / "model.pt"
+    os.symlink(target, link)
+    with pytest.raises(OSError):
+        boundary._write_files([str(link)], [{"exists": True, "payload": 0}], [torch.zeros(3, dtype=torch.uint8)])
+    assert not target.exists()
+    boundary._write_files([str(link)], [{"exists": False}], [])
+    assert link.is_symlink()  # only a file is removed
+
 def test_the_error_the_callers_function_raised_is_the_cause_of_the_judges_diagnostic(pipe):
     def on_meta(t):
         return t.to("meta").cpu()

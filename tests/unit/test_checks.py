@@ -1048,6 +1048,40 @@ def test_shards_must_be_disjoint_equal_and_indices():
                   checks.assert_epochs_differ, [0, 1], [0, 1], (0, 1), 0, "s")
 
 
+
+def _shuffled_with_the_global_generator_put_back(dataset, rank, world_size, epoch, seed=0):
+    import random
+
+    state = random.getstate()
+    order = list(range(len(dataset)))
+    random.shuffle(order)
+    random.setstate(state)
+    per = len(dataset) // world_size
+    return order[rank * per:(rank + 1) * per]
+
+
+def _shuffled_with_its_own_generator(dataset, rank, world_size, epoch, seed=0):
+    order = torch.randperm(len(dataset), generator=torch.Generator().manual_seed(seed + epoch)).tolist()
+    per = len(dataset) // world_size
+    return order[rank * per:(rank + 1) * per]
+
+
+@pytest.mark.parametrize("make_sampler, overlap", [(_shuffled_with_the_global_generator_put_back, True),
+                                                   (_shuffled_with_its_own_generator, False)],
+                         ids=["global-generator-put-back", "own-generator"])
+def test_each_ranks_shard_is_drawn_with_global_generators_of_its_own(make_sampler, overlap):
+    """attacks-slicing.toml, make-sampler-shuffles-with-pythons-global-generator-put-back: ranks of a real job are
+    processes of their own; one global state for all gave every rank the same order."""
+    import random
+
+    before = torch.get_rng_state(), random.getstate()
+    shards = {rank: checks.sampled_shard("s", 50, make_sampler, range(50), rank, 2, 0) for rank in (0, 1)}
+    if overlap:
+        fails_with("shard_overlap", checks.assert_shards, shards, 50, "s")
+    else:
+        checks.assert_shards(shards, 50, "s")
+    assert torch.equal(torch.get_rng_state(), before[0]) and random.getstate() == before[1]  # the test's own draws
+
 def test_a_sampler_without_a_process_group_is_diagnosed():
     from torch.utils.data import DistributedSampler
 

@@ -277,6 +277,21 @@ def test_the_judges_seed_says_nothing_of_the_hidden_part():
     assert verdict._seed(cell("t", "")) != verdict._seed(cell("u", ""))
 
 
+
+@pytest.mark.parametrize("received, taken", [
+    (b"SEAL" + b'{"passed": true}', True),
+    (b'{"passed": true}' + b" " * 17_000, False),  # what a caller's file, written on the judge's pipe, said
+    (b'{"passed": true}SEAL{"passed": false}', False),
+    (b"SEAL" + b'{"passed": true}' + b" " * verdict.RESULT_LIMIT, False),
+], ids=["sealed", "unsealed", "before-the-seal", "too-long"])
+def test_only_what_follows_the_judges_seal_is_its_result(received, taken):
+    """attacks-slicing.toml, loader-kwargs-path-makes-the-judge-write-its-own-result-pipe."""
+    if taken:
+        assert verdict._sealed_result(received, b"SEAL") == {"passed": True}
+    else:
+        with pytest.raises(ValueError):
+            verdict._sealed_result(received, b"SEAL")
+
 # ------------------------------------------------------------------ what a test cell shows
 
 def graded_with(outputs, points=3) -> tuple:
