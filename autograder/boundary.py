@@ -454,6 +454,7 @@ class Judge(_Side):
         except (pickle.PicklingError, TypeError, AttributeError) as error:  # something of the test's that cannot travel
             raise TestCellCode(f"{type(error).__name__}: {error}") from None
         with _NO_DISPATCH(), _NO_TORCH_FUNCTION():  # what rebuilding does is not the student's: no counter sees it
+            _draws_on()
             report = self._receive(what)
         if report.get("what") != self.asked:
             raise diagnostic("verdict_call_unreadable", what=what)
@@ -493,6 +494,18 @@ class Judge(_Side):
         if report is None:
             raise diagnostic("verdict_call_lost", what=what)
         return report
+
+
+def _draws_on():
+    """In the judge, once the caller has a request: its generators move on, as a kernel's do when the student's
+    function draws, so that a second call of a function that draws draws other numbers (the attacker's
+    two-calls-of-a-right-random-function-draw-the-same-values-in-the-verdict). Never to the state the caller
+    ends in: a report would then choose the test's next inputs."""
+    import random
+
+    torch.rand(1, device="cpu")
+    random.random()
+    numpy.random.random()
 
 
 def read_frame(fd) -> dict | None:

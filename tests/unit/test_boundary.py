@@ -702,12 +702,13 @@ def test_the_judge_shows_no_more_source_lines_than_an_honest_caller_sends(pipe):
     assert failure.value.course_fields["lines"].splitlines() == lines[:8]
 
 
-def test_what_the_students_code_drew_does_not_change_the_callers_later_tensors(pipe):
-    torch.manual_seed(0)
-    expected = torch.randn(3)
-    torch.manual_seed(0)
-    sealed(pipe, lambda: torch.randn(1000))
-    assert torch.equal(torch.randn(3), expected)
+def test_what_the_students_code_drew_does_not_change_the_judges_later_tensors(pipe):
+    later = []
+    for count in (1, 1000):
+        torch.manual_seed(0)
+        sealed(pipe, lambda: torch.randn(count))
+        later.append(torch.randn(3))
+    assert torch.equal(*later)
 
 
 def frame(data: bytes) -> bytes:

@@ -150,7 +150,16 @@ def test_the_caller_draws_from_where_the_test_cells_draws_left_off(pipe):
     torch.manual_seed(3)
     torch.randn(5)
     drawn = sealed(pipe, lambda: torch.randn(2))
-    assert torch.equal(drawn, expected) and torch.equal(torch.randn(2), expected)  # the judge's draws unchanged
+    assert torch.equal(drawn, expected)
+
+
+def test_two_calls_of_a_function_that_draws_draw_other_numbers(pipe):
+    """As in the kernel, where the generators move on as the student's function draws (the third attacker's
+    two-calls-of-a-right-random-function-draw-the-same-values-in-the-verdict)."""
+    judge, stubs = judge_and_caller(pipe, f=lambda: torch.randn(2))
+    torch.manual_seed(3)
+    first, second = (judge.call("f()", stubs["f"], (), {}, None, core.run_here) for _ in range(2))
+    assert not torch.equal(first, second)
 
 
 def test_a_transfer_counter_around_the_call_counts_in_the_caller(pipe):
