@@ -137,6 +137,7 @@ _HELD = {}  # signal → the student's handler, set aside while a report is made
 _ARRIVED = []  # the signals that came meanwhile, raised again then
 _CONTAINERS = {"list": list, "tuple": tuple, "dict": dict, "OrderedDict": OrderedDict}
 _CONSTANTS = (type(None), bool, int, float, str)
+_NUMPY_SCALARS = {numpy.dtype(code).type for code in "?bhilqBefdFD"}  # the ones a tensor holds too
 
 
 def _container_kind(kind) -> str | None:
@@ -877,6 +878,12 @@ def _encoded(value, known, payloads, sent=None, depth=0):
             return {"kind": "ndarray", "payload": len(payloads) - 1, "dtype": value.dtype.str}
         except (TypeError, ValueError, RuntimeError):  # object arrays, a byte order torch does not hold
             pass
+    elif type(value) in _NUMPY_SCALARS:  # `numpy.int64(3)`: what a NumPy shuffle's indices are
+        try:
+            payloads.append(_FROM_NUMPY(numpy.array([value])))
+            return {"kind": "numpy_scalar", "payload": len(payloads) - 1, "dtype": numpy.array(value).dtype.str}
+        except (TypeError, ValueError, RuntimeError):
+            pass
     elif (held := known.held_index(value)) is not None:
         return {"kind": "held", "index": held}
     elif isinstance(value, nn.Module):  # a module the call made: its tree, its classes and its state
@@ -1060,13 +1067,17 @@ def _decoded(node, known, payloads):
         return dtype
     if kind == "tensor":
         return _tensor(node, known, payloads)
-    if kind == "ndarray":
+    if kind in ("ndarray", "numpy_scalar"):
         payload = payloads[node["payload"]]
         if type(payload) is not torch.Tensor:
             raise TypeError("not an array")
         array = payload.numpy()
         if array.dtype.str != node["dtype"]:
             raise ValueError("not its dtype")
+        if kind == "numpy_scalar":
+            if array.shape != (1,):
+                raise ValueError("not a scalar")
+            return array[0]
         return array
     if kind == "held":
         return known.held[int(node["index"])]

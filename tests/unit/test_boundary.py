@@ -1020,6 +1020,16 @@ def test_a_result_of_more_parts_than_the_limit_is_refused(monkeypatch, count, en
             boundary.encode(result, boundary.Known((), {}), boundary.Payloads())
 
 
+
+def test_numpy_scalars_come_back_as_numpy_scalars_of_their_dtype(pipe):
+    """A sampler's indices drawn with NumPy (`numpy.random.default_rng(seed).permutation(n)`) are numpy.int64s,
+    which a kernel's check takes as integers: they came back as objects the judge could not read."""
+    import numpy
+
+    sent = [numpy.int64(3), numpy.int32(-2), numpy.uint8(7), numpy.float32(0.5), numpy.float64(2.25), numpy.bool_(True)]
+    back = sealed(pipe, lambda: sent)
+    assert [type(value) for value in back] == [type(value) for value in sent] and back == sent
+
 def test_containers_come_back_of_their_own_types_and_an_array_after_a_tensor_with_its_values(pipe):
     import numpy
 
