@@ -51,6 +51,7 @@ import os
 import select
 import shutil
 import signal
+import stat
 import struct
 import sys
 import tempfile
@@ -318,7 +319,7 @@ def _caller(started, namespace, writer, asks, names, again=(), clock=None):
     is judged on its own. `again`: the student's cells before the test that program.OnEachMachine runs again on
     another machine. Never returns."""
     try:
-        _only_descriptors([writer, asks] if clock is None else [writer, asks, clock])
+        _only_descriptors([writer, asks, *([] if clock is None else [clock]), *_students_files()])
         _one_thread()
         from . import boundary, calls
         from .checks import core
@@ -454,6 +455,20 @@ def _one_thread():
     cell that tried its answer once (one bfloat16 autocast forward, a few training steps) hung every later
     test's caller. One thread runs every kernel in the calling thread, as PyTorch's DataLoader workers do."""
     torch.set_num_threads(1)
+
+
+def _students_files() -> list[int]:
+    """The regular files open in this process: the student's cells opened them (the program kept only its pipes), a
+    log a function appends to, and a caller keeps them as the kernel would (a right `to_device` that printed to a
+    file opened in its cell raised OSError). Pipes and sockets it closes: the other tests' among them."""
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if stat.S_ISREG(os.fstat(int(name)).st_mode):
+                found.append(int(name))
+        except OSError:  # the listing's own descriptor, closed since
+            pass
+    return found
 
 
 def _only_descriptors(kept):
