@@ -975,8 +975,8 @@ def held_state(value, known, payloads) -> dict:
 def apply_state(value, state, known, payloads, made=False):
     """In the judge: write a held argument's state, as the caller sent it, into the judge's own object.
     Everything is read and checked first; a state that does not fit the object changes nothing in it.
-    Tensor names are the caller's words, and a test may show them in a label: a held module keeps the
-    names it had (a tensor may go, none may come), one the call `made` takes plain identifiers only."""
+    Tensor names are the caller's words, and a test may show them in a label: plain identifiers only. A
+    tensor may go and one may come (a step counter a right `train_step` registered as a buffer)."""
     if not isinstance(value, nn.Module):
         for name, part in _read_attributes(value, state["attributes"], known, payloads):
             vars(value)[name] = part
@@ -997,9 +997,7 @@ def apply_state(value, state, known, payloads, made=False):
         if not all(type(grad) is torch.Tensor or grad is None for _, grad in grads):
             raise TypeError("not a gradient")
         taken = {*parameters, *buffers, *module._modules}
-        before = {*module._parameters, *module._buffers}
-        if not all(name.isidentifier() and len(name) <= NAME_LIMIT and (made or name in before)
-                   for name in [*parameters, *buffers]):
+        if not all(name.isidentifier() and len(name) <= NAME_LIMIT for name in [*parameters, *buffers]):
             raise ValueError("not the module's tensor names")
         attributes = _read_attributes(module, part["attributes"], known, payloads, taken)
         non_persistent = {name for name in part["non_persistent"] if isinstance(name, str)}

@@ -1021,6 +1021,19 @@ def test_a_result_of_more_parts_than_the_limit_is_refused(monkeypatch, count, en
 
 
 
+
+def test_a_buffer_the_call_registered_on_a_held_module_is_the_judges_too(pipe):
+    """A right `train_step` that counts its steps in a buffer of its own (persistent=False): the judge could not
+    read the module back."""
+    def counts_its_steps(model):
+        if "steps_taken" not in model._buffers:
+            model.register_buffer("steps_taken", torch.zeros((), dtype=torch.long), persistent=False)
+        model.steps_taken += 1
+
+    model = torch.nn.Linear(2, 1)
+    sealed(pipe, counts_its_steps, model)
+    assert model.steps_taken.item() == 1 and "steps_taken" not in model.state_dict()
+
 def test_numpy_scalars_come_back_as_numpy_scalars_of_their_dtype(pipe):
     """A sampler's indices drawn with NumPy (`numpy.random.default_rng(seed).permutation(n)`) are numpy.int64s,
     which a kernel's check takes as integers: they came back as objects the judge could not read."""
