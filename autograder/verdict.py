@@ -321,6 +321,7 @@ def _caller(started, namespace, writer, asks, names, again=(), clock=None):
     try:
         _only_descriptors([writer, asks, *([] if clock is None else [clock]), *_students_files()])
         _one_thread()
+        _thread_pools_restarted()
         from . import boundary, calls
         from .checks import core
 
@@ -469,6 +470,27 @@ def _students_files() -> list[int]:
         except OSError:  # the listing's own descriptor, closed since
             pass
     return found
+
+
+def _thread_pools_restarted():
+    """In a caller, forked from the program: the student's thread pools start their workers again. A fork keeps
+    none of a process's threads, and a `ThreadPoolExecutor` a cell had used counted its dead workers as idle and
+    waited for them forever (a right `move_batch` that moved tensors on a pool of its own timed out)."""
+    import threading
+
+    pools = sys.modules.get("concurrent.futures.thread")
+    if pools is None:  # no cell made a thread pool
+        return
+    executors = set()
+    for worker in list(pools._threads_queues):  # every worker thread started, with a reference to its executor
+        found = (getattr(worker, "_args", None) or (None,))[0]
+        executor = found() if callable(found) else None
+        if isinstance(executor, pools.ThreadPoolExecutor):
+            executors.add(executor)
+    for executor in executors:
+        executor._threads = set()
+        executor._idle_semaphore = threading.Semaphore(0)
+        executor._shutdown_lock = threading.Lock()
 
 
 def _only_descriptors(kept):

@@ -4,6 +4,7 @@ against its own clock, what makes a notebook undecidable, and what nbgrader
 makes of the outputs a test cell is given. The forgeries graded by both graders are tests/grading/test_verdict.py."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -291,6 +292,25 @@ def test_only_what_follows_the_judges_seal_is_its_result(received, taken):
     else:
         with pytest.raises(ValueError):
             verdict._sealed_result(received, b"SEAL")
+
+
+@pytest.mark.parametrize("restarted", [True, False], ids=["restarted", "as-forked"])
+def test_a_thread_pool_a_cell_used_works_in_a_caller_forked_after_it(restarted):
+    """A fork keeps no thread: a pool the student's cell had used waited for its dead workers forever (a right
+    `move_batch` that moved tensors on a pool of its own timed out)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=2)
+    assert list(pool.map(abs, [-1, -2])) == [1, 2]  # its workers started, now idle
+    pid = os.fork()
+    if pid == 0:  # the caller
+        signal.alarm(2)  # a pool waiting on dead workers ends the child by the alarm
+        if restarted:
+            verdict._thread_pools_restarted()
+        os._exit(0 if list(pool.map(abs, [-3])) == [3] else 1)
+    _, status = os.waitpid(pid, 0)
+    pool.shutdown()
+    assert (os.waitstatus_to_exitcode(status) == 0) is restarted
 
 # ------------------------------------------------------------------ what a test cell shows
 
