@@ -428,6 +428,16 @@ def autocast_seen(function, model, *args, **kwargs):
             handle.remove()
 
 
+def saved_by_state_dict(module, name) -> tuple[bool, bool]:
+    """Whether `module.state_dict()`, run by the module's own code (its class's override, its state-dict hooks),
+    saves an entry `name`, and whether it saves the tensor `module.<name>` under any name. Asked of the verdict's
+    caller, where that code is: a right MaskedLinear whose state-dict hook leaves its mask out lost its points
+    on a stand-in that has the hook's effect but not the hook."""
+    saved = module.state_dict(keep_vars=True)
+    value = getattr(module, name, None)
+    return name in saved, value is not None and any(tensor is value for tensor in saved.values())
+
+
 def global_rng_kept(function, *args, **kwargs):
     """`function(*args, **kwargs)`, and whether it left PyTorch's global random number generator as it found
     it. A shuffle that reseeds it (`torch.manual_seed` inside a sampler) restarts the random stream of

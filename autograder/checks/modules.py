@@ -8,6 +8,7 @@ from torch import nn
 
 from ..devices import same_device
 from ..messages import text
+from ..probes import saved_by_state_dict
 from .core import call, _device_of, _dtype_of, _fail, _name
 from .tensors import assert_values
 
@@ -78,7 +79,7 @@ def assert_buffer(module, name, what, persistent):
         _fail("not_a_buffer", what=what, name=name, found=found)
     if module._buffers[name] is not None and module._buffers[name].requires_grad:
         _fail("buffer_requires_grad", what=what, name=name)
-    if (name in module.state_dict()) != persistent:
+    if call(what, saved_by_state_dict, module, name)[0] != persistent:
         _fail("persistent_buffer", what=what, name=name)
 
 
@@ -94,8 +95,7 @@ def assert_fixed_tensor(module, name, what):
         _fail("missing_tensor_attribute", what=what, name=name, found=_name(value))
     if value.requires_grad:
         _fail("trained_tensor", what=what, name=name)
-    saved = module.state_dict(keep_vars=True)  # the tensors themselves: one saved under another name counts
-    if name in saved or any(tensor is value for tensor in saved.values()):
+    if any(call(what, saved_by_state_dict, module, name)):  # by its name, or the tensor under another name
         _fail("persistent_buffer", what=what, name=name)
 
 

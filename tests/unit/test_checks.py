@@ -723,7 +723,13 @@ def test_fixed_tensor_accepts_any_mechanism_that_is_neither_saved_nor_trained():
     layer = nn.Linear(2, 2)
     layer.register_buffer("kept", torch.ones(2), persistent=False)
     layer.plain = torch.ones(2)
-    for module, name in [(layer, "kept"), (layer, "plain"), (MaskKeptByHand().to("meta"), "mask")]:
+    def leaves_it_out(module, state, prefix, meta):
+        del state[prefix + "dropped"]
+
+    hooked = nn.Linear(2, 2)  # a saved buffer that the module's own state-dict hook leaves out
+    hooked.register_buffer("dropped", torch.ones(2))
+    hooked._register_state_dict_hook(leaves_it_out)
+    for module, name in [(layer, "kept"), (layer, "plain"), (MaskKeptByHand().to("meta"), "mask"), (hooked, "dropped")]:
         checks.assert_fixed_tensor(module, name, "m")
     layer.register_buffer("saved", torch.ones(2))
     layer.frozen = nn.Parameter(torch.ones(2), requires_grad=False)
