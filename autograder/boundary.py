@@ -150,6 +150,14 @@ def _container_kind(kind) -> str | None:
                  and not (base is dict and issubclass(kind, OrderedDict))), None)
 
 
+def _global_module_hooks() -> list:
+    """The hooks PyTorch runs around every module's forward and backward (nn.modules.module.register_module_*)."""
+    from torch.nn.modules import module
+
+    return [module._global_forward_pre_hooks, module._global_forward_hooks, module._global_backward_pre_hooks,
+            module._global_backward_hooks]
+
+
 # what makes running a module run code of the student's, besides a class of the student's
 _HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks", "_state_dict_hooks",
           "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
@@ -251,8 +259,14 @@ class Recorder(_Side):
         self._send({"names": list(names), "settings": torch_settings()})
 
     def _carries_code(self, module) -> bool:
+        """Whether running `module` runs the student's code: its hooks, a `forward` of its own, a class of the
+        student's (one made as the program ran and swapped in included: any class neither PyTorch's nor the
+        course's), or a hook the student registered for every module (`register_module_forward_pre_hook`)."""
+        kind = type(module).__module__ or ""
         return (any(getattr(module, hooks, None) for hooks in _HOOKS) or "forward" in vars(module)
-                or self.students is not None and id(type(module)) in self.students)
+                or self.students is not None and id(type(module)) in self.students
+                or not (kind == "torch" or kind.startswith(("torch.", "autograder.")))
+                or any(_global_module_hooks()))
 
     def _send(self, report):
         try:

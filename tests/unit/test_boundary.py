@@ -1034,6 +1034,22 @@ def test_a_buffer_the_call_registered_on_a_held_module_is_the_judges_too(pipe):
     sealed(pipe, counts_its_steps, model)
     assert model.steps_taken.item() == 1 and "steps_taken" not in model.state_dict()
 
+
+def test_a_module_carries_the_students_code_by_its_class_or_a_hook_for_every_module():
+    """Answers of cast_floating that kept float32 norms by a class swapped in as they ran, or by hooks registered
+    for every module, lost their points: the forward ran in the judge, without their code."""
+    recorder = boundary.Recorder(None, students=[])
+    plain = torch.nn.BatchNorm1d(2)
+    assert not recorder._carries_code(plain)
+    swapped = torch.nn.BatchNorm1d(2)
+    swapped.__class__ = type("Float32BatchNorm1d", (torch.nn.BatchNorm1d,), {})  # made in a cell's function
+    assert recorder._carries_code(swapped)
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(lambda module, args: None)
+    try:
+        assert recorder._carries_code(plain)
+    finally:
+        handle.remove()
+
 def test_numpy_scalars_come_back_as_numpy_scalars_of_their_dtype(pipe):
     """A sampler's indices drawn with NumPy (`numpy.random.default_rng(seed).permutation(n)`) are numpy.int64s,
     which a kernel's check takes as integers: they came back as objects the judge could not read."""
