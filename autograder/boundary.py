@@ -459,8 +459,8 @@ class Judge(_Side):
         from .messages import diagnostic
 
         known = Known((_owner(function), args), kwargs, self.opaque)
-        if not self.crosses(function, known):
-            return run(what, function, args, kwargs, then)
+        if not self.crosses(function, known):  # no student code runs in the judge: nothing to look for
+            return run(what, function, args, kwargs, then, verify=False)
         self.asked += 1
         try:
             self.ask(self.asked, function, args, kwargs, then, known)

@@ -77,10 +77,13 @@ def call(what, function, *args, then=None, **kwargs):
     return run_here(what, function, args, kwargs, then)
 
 
-def run_here(what, function, args, kwargs, then):
-    """`call` in this process: what a boundary's side runs where the student's function is."""
+def run_here(what, function, args, kwargs, then, verify=True):
+    """`call` in this process: what a boundary's side runs where the student's function is. `verify`: whether
+    this process may have run student code, whose tampering is looked for before and after (not in the judge,
+    which never does: a third of the integrity checks of a4's verdict, 0.6 s)."""
     __tracebackhide__ = True
-    integrity.verify(what)
+    if verify:
+        integrity.verify(what)
     try:
         with warnings.catch_warnings(record=True), contextlib.redirect_stderr(sys.stdout), _on_meta(args, kwargs):
             warnings.simplefilter("always")
@@ -93,7 +96,8 @@ def run_here(what, function, args, kwargs, then):
         raise diagnostic("raised", what=what, error=f"NotImplementedError: {str(error).splitlines()[0]}") from error
     except Exception as error:
         raise raised(what, _name(error), str(error)) from error
-    integrity.verify(what)
+    if verify:
+        integrity.verify(what)
     return result
 
 
