@@ -666,7 +666,7 @@ def test_tampering_seen_in_the_caller_is_the_judges_diagnostic_naming_only_watch
     only what it watches itself (the caller's text could say anything)."""
     from autograder.messages import diagnostic
 
-    def tampered(what, *call):
+    def tampered(what, *call, **options):
         raise diagnostic("tampering", what=what, names=sent)
 
     reader, writer = pipe
