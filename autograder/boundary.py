@@ -18,8 +18,8 @@ So a function body can do anything in the caller (patch the checks, write a forg
 still decide nothing: the judge reads its result as plain data, with an unpickler that builds no class
 (`_DataOnly`), each tensor from its raw bytes, and rebuilds it from a closed set of kinds; an unreadable or missing
 result fails the call. The caller's random number generators are the judge's at each call
-(calls._draw_as_the_judge), and the judge's are as before the call after it, so that what the student's code
-drew does not change the cell's later tensors.
+(calls._draw_as_the_judge), and the judge's move on by a draw of their own after it (`_draws_on`), so that
+what the student's code drew does not change the cell's later tensors.
 
 What the judge cannot see it is told: whether a returned tensor is a leaf, requires grad, or is
 computed from one of the call's arguments (the caller walks its autograd graph). Such a tensor is
@@ -50,7 +50,6 @@ the student's code made, or a module that carries the student's code since a cal
 `forward`). Any other call (`DataLoader(dataset, **kwargs)` on the kwargs a student returned) runs in the
 judge as it is.
 """
-import contextlib
 import gc
 import inspect
 import io
@@ -76,7 +75,7 @@ from .checks.core import GRAD_FN_NAME
 from .checks.tensors import reaches
 from . import integrity
 from .devices import has_data
-from .probes import TransferCounter
+from .probes import TransferCounter, random_state_kept
 
 FRAME_LIMIT = 64 * 2**20  # bytes of one call's result
 CAUSE_LIMIT = 4000  # characters of the text of an error the student's function raised
@@ -164,15 +163,13 @@ _HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_
 
 
 class _Side:
-    """What the caller and the judge know alike: the student's code, and which modules carry it.
+    """What the caller and the judge know alike: which modules carry the student's code.
 
-    `students`: the student's functions and classes (in the judge, their stubs); None: every call
-    crosses. `carrying`: the modules among the arguments that carry the student's code (a hook, their own
-    `forward`) since a call that crossed: the caller saw it and told the judge, so both know the same."""
+    `carrying`: the modules among the arguments that carry the student's code (a hook, their own `forward`, a
+    class of the student's) since a call that crossed: the caller saw it and told the judge, so both know the same."""
 
-    def __init__(self, fd, students=None):
+    def __init__(self, fd):
         self.fd = fd
-        self.students = None if students is None else {id(f) for f in students}
         self.carrying = {}  # id → module
 
     def mark(self, known, carrying):
@@ -196,8 +193,8 @@ class Recorder(_Side):
     """In the caller: run the student's function the judge asked for (calls.py), then send its result to the judge.
     `what` is the request's number: the caller never learns the test's label."""
 
-    def __init__(self, fd, students=None, handles=None):
-        super().__init__(fd, students)
+    def __init__(self, fd, handles=None):
+        super().__init__(fd)
         self.sent = {}  # id → object sent as an opaque stand-in: the judge cannot run a call on it
         self.handles = handles  # Handles: what the judge knows by number
 
@@ -265,7 +262,6 @@ class Recorder(_Side):
         course's), or a hook the student registered for every module (`register_module_forward_pre_hook`)."""
         kind = type(module).__module__ or ""
         return (any(getattr(module, hooks, None) for hooks in _HOOKS) or "forward" in vars(module)
-                or self.students is not None and id(type(module)) in self.students
                 or not (kind == "torch" or kind.startswith(("torch.", "autograder.")))
                 or any(_global_module_hooks()))
 
@@ -438,7 +434,8 @@ class Judge(_Side):
     `handles`: what each side knows of the other's objects, shared with `ask`."""
 
     def __init__(self, fd, ask, students=None, handles=None):
-        super().__init__(fd, None if students is None else list(students.values()))  # None: every call crosses
+        super().__init__(fd)
+        self.students = None if students is None else {id(f) for f in students.values()}  # None: every call crosses
         # ask(number, function, args, kwargs, then, known): sends the caller the request (calls.asker)
         self.ask, self.handles, self.asked = ask, handles or Handles(-1), 0
 
@@ -697,21 +694,6 @@ class JudgeOnlyCall(BaseException):
     takes it for a student's error."""
 
 
-@contextlib.contextmanager
-def random_state_kept():
-    """Every global random number generator a test may draw from (PyTorch's, on the CPU and each CUDA device,
-    Python's and NumPy's) as it was before, whatever ran inside."""
-    import random
-
-    python, legacy = random.getstate(), numpy.random.get_state()
-    try:
-        with torch.random.fork_rng(devices=_cuda_devices()):
-            yield
-    finally:
-        random.setstate(python)
-        numpy.random.set_state(legacy)
-
-
 def _paths(args, kwargs) -> list[str]:
     """The call's arguments that name a file in this process's temporary folder, where a test keeps its files and
     the student's function may save: named plainly, no `..` and no link on the way. No other string is a file of
@@ -720,10 +702,10 @@ def _paths(args, kwargs) -> list[str]:
     loader-kwargs-path-makes-the-judge-write-its-own-result-pipe)."""
     root = os.path.join(tempfile.gettempdir(), "")
     named = [os.fspath(value) for value in [*args, *kwargs.values()] if isinstance(value, (str, os.PathLike))]
-    return [path for path in named if type(path) is str and plain_path_in(path, root)]
+    return [path for path in named if type(path) is str and _plain_path_in(path, root)]
 
 
-def plain_path_in(path, root) -> bool:
+def _plain_path_in(path, root) -> bool:
     """`path` lies in the folder `root` (ending with a separator), with no `..` and no link on the way."""
     return (path.startswith(root) and ".." not in path.split(os.sep)
             and os.path.realpath(path).startswith(os.path.join(os.path.realpath(root), "")))
@@ -754,10 +736,6 @@ def _write_files(paths, files, payloads):
                 file.write(payload.numpy().tobytes())
         elif os.path.lexists(path) and stat.S_ISREG(os.lstat(path).st_mode):
             os.remove(path)
-
-
-def _cuda_devices() -> list[int]:
-    return list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
 
 
 def _counters() -> list:
@@ -894,11 +872,9 @@ def _encoded(value, known, payloads, sent=None, depth=0):
         except (TypeError, ValueError, RuntimeError):  # object arrays, a byte order torch does not hold
             pass
     elif type(value) in _NUMPY_SCALARS:  # `numpy.int64(3)`: what a NumPy shuffle's indices are
-        try:
-            payloads.append(_FROM_NUMPY(numpy.array([value])))
-            return {"kind": "numpy_scalar", "payload": len(payloads) - 1, "dtype": numpy.array(value).dtype.str}
-        except (TypeError, ValueError, RuntimeError):
-            pass
+        array = numpy.array([value])
+        payloads.append(_FROM_NUMPY(array))
+        return {"kind": "numpy_scalar", "payload": len(payloads) - 1, "dtype": array.dtype.str}
     elif (held := known.held_index(value)) is not None:
         return {"kind": "held", "index": held}
     elif isinstance(value, nn.Module):  # a module the call made: its tree, its classes and its state

@@ -428,6 +428,24 @@ def autocast_seen(function, model, *args, **kwargs):
             handle.remove()
 
 
+@contextmanager
+def random_state_kept():
+    """Every global random number generator a test may draw from (PyTorch's, on the CPU and each CUDA device,
+    Python's and NumPy's) as it was before, whatever ran inside."""
+    import random
+
+    import numpy
+
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    python, legacy = random.getstate(), numpy.random.get_state()
+    try:
+        with torch.random.fork_rng(devices=devices):
+            yield
+    finally:
+        random.setstate(python)
+        numpy.random.set_state(legacy)
+
+
 def saved_by_state_dict(module, name) -> tuple[bool, bool]:
     """Whether `module.state_dict()`, run by the module's own code (its class's override, its state-dict hooks),
     saves an entry `name`, and whether it saves the tensor `module.<name>` under any name. Asked of the verdict's

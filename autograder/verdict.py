@@ -327,14 +327,14 @@ def _caller(started, namespace, writer, asks, names, again=(), clock=None):
 
         names = sorted({*names, *_bind_solutions(namespace, started["solutions"])})
         handles = boundary.Handles(1)
-        recorder = boundary.Recorder(writer, [namespace[name] for name in names], handles)
+        recorder = boundary.Recorder(writer, handles)
         core.use_boundary(recorder)
         recorder.send_names(names)
         loop = asyncio.new_event_loop()  # the program's own shared its selector with the program
         asyncio.set_event_loop(loop)
         pristine = program.plain_values(namespace)  # before any call of the test's changes them
         scope = program.OnEachMachine(namespace, names, lambda: _paused(clock, lambda: _again_here(
-            again, {**namespace, **copy.deepcopy(pristine)}, started["solutions"], names)))
+            again, {**namespace, **copy.deepcopy(pristine)}, started["solutions"])))
 
         async def serve():
             while (asked := calls.read_request(asks)) is not None:
@@ -362,14 +362,12 @@ def _tell(fd, what):
             os.write(fd, what)
 
 
-def _again_here(again, namespace, solutions, names):
+def _again_here(again, namespace, solutions):
     """program.ran_again, with the solutions of the exercises already judged bound there as in the caller's
-    own, and the new functions and classes of the student's `names` known to the boundary as the student's."""
-    from .checks import core
-
+    own. A class the cells define again there is the student's to the boundary as any class neither PyTorch's
+    nor the course's is (boundary.Recorder._carries_code)."""
     ran = program.ran_again(again, namespace)
     _bind_solutions(ran[0], solutions)
-    core.boundary.students.update(id(ran[0][name]) for name in names if name in ran[0])
     return ran
 
 

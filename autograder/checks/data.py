@@ -8,7 +8,7 @@ import zlib
 import numpy
 import torch
 
-from ..probes import global_rng_kept
+from ..probes import global_rng_kept, random_state_kept
 from .core import call, _device_of, _fail, _name
 from .tensors import assert_tensor
 
@@ -112,16 +112,11 @@ def _global_generators_of(args):
     the same order when all ranks drew from one state (attacks-slicing.toml,
     make-sampler-shuffles-with-pythons-global-generator-put-back); ranks of a real job draw from their own."""
     key = zlib.crc32(repr([value for value in args if type(value) is int]).encode())
-    python, legacy = random.getstate(), numpy.random.get_state()
-    with torch.random.fork_rng(devices=[]):
+    with random_state_kept():
         torch.default_generator.manual_seed(key)
         random.seed(key)
         numpy.random.seed(key)
-        try:
-            yield
-        finally:
-            random.setstate(python)
-            numpy.random.set_state(legacy)
+        yield
 
 
 def assert_shards(shards, size, what):

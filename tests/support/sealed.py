@@ -36,7 +36,7 @@ class Caller:
 
     def __init__(self, writer, students, handles=None):
         self.handles, self.scope = handles or boundary.Handles(1), dict(students)
-        self.recorder = boundary.Recorder(writer, list(students.values()), self.handles)
+        self.recorder = boundary.Recorder(writer, self.handles)
 
     def answer(self, frame):
         reader, writer = _pipe()

@@ -1038,7 +1038,7 @@ def test_a_buffer_the_call_registered_on_a_held_module_is_the_judges_too(pipe):
 def test_a_module_carries_the_students_code_by_its_class_or_a_hook_for_every_module():
     """Answers of cast_floating that kept float32 norms by a class swapped in as they ran, or by hooks registered
     for every module, lost their points: the forward ran in the judge, without their code."""
-    recorder = boundary.Recorder(None, students=[])
+    recorder = boundary.Recorder(None)
     plain = torch.nn.BatchNorm1d(2)
     assert not recorder._carries_code(plain)
     swapped = torch.nn.BatchNorm1d(2)
