@@ -130,7 +130,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
                 break
             seed = _seed(cell)
             solved = [_compiled(s) for s in references if _sent_before(s, cell, recorded, places)]
-            started = json.dumps({"solutions": solved}).encode()
+            started = json.dumps({"solutions": solved, "imports": released_imports(cell.get("visible"))}).encode()
             try:
                 os.write(start, b"g" + _LENGTH.pack(len(started)) + started)
             except OSError:  # the program has ended or stopped reading: the judge reads no names, and says so
@@ -166,6 +166,20 @@ def _seed(cell) -> int:
     text would confirm a guess of it (attacks-slicing.toml, judge-seed-a-hash-of-the-hidden-test-cell-…)."""
     released = f"{cell['grade_id']}\n{cell.get('visible') or ''}"
     return int.from_bytes(hashlib.sha256(released.encode()).digest()[:4], "little")
+
+
+def released_imports(visible) -> str:
+    """The import statements of a test cell as released, as one cell the program runs before it forks the cell's
+    caller. In the kernel the test cell runs in the student's namespace, so what it imports is bound there, for
+    the student's functions it calls and for every later cell: a right `save_on_rank_zero` that used the `os` only
+    the visible test imported passed in the student's kernel and in validate, and failed in the verdict. Only
+    the released text, which the student's kernel runs, and only its imports, unparsed: no comment, no test."""
+    try:
+        tree = ast.parse(visible or "")
+    except SyntaxError:  # a cell magic: nbgrader's test cells hold none
+        return ""
+    return "\n".join(ast.unparse(node) for node in tree.body
+                     if isinstance(node, ast.Import) or isinstance(node, ast.ImportFrom) and node.module != "__future__")
 
 
 def instructors_order(cells) -> list[dict]:
@@ -254,12 +268,17 @@ def _program(cells, writers, clocks, asks, go, timeout, root):
                     break
                 if caller is not None:
                     _kill(caller)
+                started = json.loads(started)
+                if started.get("imports"):  # bound as the kernel binds them, for this caller and every later cell
+                    with simulated_machine(STUDENTS_MACHINE):
+                        _program_cell(shell, loop, {"kind": "trusted", "source": started["imports"]}, cells, index,
+                                      bound, timeout)
                 writer, clock, ask = next(callers)
                 names = student_names(shell.user_ns, bound)
                 caller = _fork()
                 if caller == 0:
                     again = [cell for cell in cells[:index] if cell.get("again")]
-                    _caller(json.loads(started), shell.user_ns, writer, ask, names, again, clock)  # never returns
+                    _caller(started, shell.user_ns, writer, ask, names, again, clock)  # never returns
                 os.close(writer)
                 os.close(clock)
                 os.close(ask)

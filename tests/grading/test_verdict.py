@@ -97,6 +97,28 @@ def test_a_right_answer_in_ordinary_python_keeps_its_points(answer):
     assert decided(answer)["double0"]["passed"] is True
 
 
+QUADRUPLE_TEST = ("from autograder import checks\nx = torch.randn(3)\n"
+                  "checks.assert_values(checks.call('quadruple(x)', quadruple, x), 4 * x, 'quadruple(x)')")
+
+
+@pytest.mark.parametrize("released, passes", [(True, True), (False, False)],
+                         ids=["imported-by-the-released-test", "imported-by-the-hidden-tests-only"])
+def test_a_module_a_test_cell_imports_is_the_students_as_in_their_kernel(released, passes):
+    """The kernel runs a test cell in the student's namespace: a module its released text imports is bound there for
+    the function it calls and for every later cell (a right `save_on_rank_zero` used the `os` only its visible test
+    imported: validate passed it, the verdict failed it). One the hidden tests alone import never is, in either."""
+    imports = "import math\n"
+    visible = (imports if released else "") + DOUBLE_TEST
+    hidden = "" if released else f"\n### BEGIN HIDDEN TESTS\n{imports}x = torch.ones(2)\n### END HIDDEN TESTS"
+    cells = [{"kind": "trusted", "source": "import torch", "grade_id": "imports"},
+             {"kind": "student", "source": "def double(x):\n    return x * math.sqrt(4)", "grade_id": "double"},
+             {"kind": "test", "source": visible + hidden, "grade_id": "test_double", "visible": visible},
+             {"kind": "student", "source": "def quadruple(x):\n    return x * math.sqrt(16)", "grade_id": "quadruple"},
+             {"kind": "test", "source": QUADRUPLE_TEST, "grade_id": "test_quadruple", "visible": QUADRUPLE_TEST}]
+    records = DecideGrades().verdict(cells)
+    assert (records["test_double"]["passed"], records["test_quadruple"]["passed"]) == (passes, passes), records
+
+
 def test_an_error_the_students_function_raised_in_the_grader_shows_its_message_and_line():
     answer = ("def double(x):\n    if x.requires_grad:\n        return 2 * x\n"
               "    raise TypeError('double wants a tensor that requires grad')")
