@@ -80,7 +80,7 @@ def sandbox_seconds(repeats: int) -> float:
         with tempfile.TemporaryDirectory(prefix="benchmark-sandbox-") as work:
             started = time.monotonic()
             box = sandbox.KernelSandbox(work)
-            os.close(box.start_holder(sandbox.environment()))
+            os.close(box.start_holder(sandbox.environment(gpus=box.settings.gpus)))
             box.close()
             times.append(time.monotonic() - started)
     return statistics.median(times)

@@ -139,10 +139,11 @@ def fork_into(sandbox, python, args, env, kept=(), verdict=False):
     return forked
 
 
-def autograde_environment() -> dict:
+def autograde_environment(config=None) -> dict:
     """What a sandboxed process's environment is while nbgrader autogrades: the kernels' and the
-    verdict's, so that one fork server serves both."""
-    return sandbox.environment({**os.environ, "NBGRADER_EXECUTION": "autograde"})
+    verdict's, so that one fork server serves both. `config`: the command's Config (Sandbox.gpus)."""
+    return sandbox.environment({**os.environ, "NBGRADER_EXECUTION": "autograde"},
+                               gpus=sandbox.Sandbox(config=config).gpus)
 
 
 def ipykernel_arguments(cmd):
@@ -166,7 +167,7 @@ def prestart_for_autograde(config):
     the command's Config (whether the sandbox is on)."""
     if sys.platform.startswith("linux") and sandbox.enabled(config) and not sandbox.problem(config):
         # what a sandboxed kernel's environment will be while nbgrader autogrades (the server's key)
-        fork_server(sys.executable, autograde_environment())
+        fork_server(sys.executable, autograde_environment(config))
 
 
 class ForkServer:

@@ -110,6 +110,11 @@ class Sandbox(Configurable):
                                           "does not count tmpfs pages)").tag(config=True)
     shm_bytes = Integer(256 * 2**20, help="Size of a sandbox's private /dev/shm (DataLoader workers share "
                                           "tensors there)").tag(config=True)
+    gpus = Bool(False, help="Bind the machine's GPU devices (/dev/nvidia*, /dev/dri, and /sys read-only) into each "
+                            "sandbox, so that the kernel's run of the visible tests uses the GPU. Off by default: the "
+                            "verdict judges every notebook on simulated machines anyway, the same points on every "
+                            "grader; a GPU's memory is bounded by no cgroup; and a notebook that sees no GPU cannot "
+                            "tell a GPU grader from a CPU one").tag(config=True)
     bwrap = Unicode(help="The bubblewrap program (default: `bwrap` on PATH; COURSE_BWRAP overrides "
                          "it)").tag(config=True)
 
@@ -207,12 +212,18 @@ def too_wide(folder) -> str | None:
     return None
 
 
-def environment(given=None) -> dict:
-    """The kernel's whole environment: nothing of the grader's but PASSED_VARIABLES."""
+def environment(given=None, *, gpus) -> dict:
+    """The kernel's whole environment: nothing of the grader's but PASSED_VARIABLES. `gpus`: whether the kernel
+    sees the machine's GPUs (Sandbox.gpus); where it does not, it is shown no CUDA device (PyTorch then answers
+    without trying the driver, which finds no device file and warns) and is not asked for CUDA (the GPU job's
+    COURSE_REQUIRE_CUDA)."""
     given = os.environ if given is None else given
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": HOME,
            "LANG": "C.UTF-8", "USER": "student", "LOGNAME": "student", "TMPDIR": "/tmp"}
     env.update({name: given[name] for name in PASSED_VARIABLES if name in given})
+    if not gpus:
+        env.pop("COURSE_REQUIRE_CUDA", None)  # autograder.devices.REQUIRE_CUDA_VARIABLE (which imports torch)
+        env["CUDA_VISIBLE_DEVICES"] = ""
     return env
 
 
@@ -266,8 +277,8 @@ class KernelSandbox:
         if not any(executable.startswith(p.rstrip("/") + "/") for p in [*HOST_DIRS, *runtime_paths()]):
             args += ["--ro-bind", executable, executable]  # a kernel spec's own launcher script
         args += ["--proc", "/proc", "--dev", "/dev"]
-        gpus = sorted(str(p) for p in Path("/dev").glob("nvidia*")) + ["/dev/dri"]
-        for device in gpus:  # CUDA where the machine has it (the GPU job grades on cuda too)
+        gpus = sorted(str(p) for p in Path("/dev").glob("nvidia*")) + ["/dev/dri"] if self.settings.gpus else []
+        for device in gpus:  # the machine's GPUs, only where the instructor asked for them (Sandbox.gpus)
             args += ["--dev-bind-try", device, device]
         if any(os.path.exists(d) for d in gpus[:-1]):
             args += ["--ro-bind-try", "/sys", "/sys"]
@@ -543,7 +554,7 @@ class SandboxedProvisioner(LocalProvisioner):
         # before the connection file is written: Unix sockets in the sandbox's own folder
         km.transport, km.cache_ports = "ipc", False
         km.connection_file, km.ip = self.sandbox.connection_file, self.sandbox.ipc_prefix
-        kwargs["env"] = environment(kwargs.get("env"))
+        kwargs["env"] = environment(kwargs.get("env"), gpus=self.sandbox.settings.gpus)
         return await super().pre_launch(**kwargs)
 
     async def launch_kernel(self, cmd, **kwargs):

@@ -508,7 +508,7 @@ class DecideGrades(NbGraderPreprocessor):
         box = process = None
         try:
             if not sandbox.enabled(self.config):
-                process = subprocess.Popen(verdict_command(writer, job_path), cwd=folder, env=sandbox.environment(), pass_fds=[writer],
+                process = subprocess.Popen(verdict_command(writer, job_path), cwd=folder, env=sandbox.environment(gpus=True), pass_fds=[writer],
                                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                            stderr=subprocess.DEVNULL, start_new_session=True)
             else:
@@ -558,7 +558,7 @@ class DecideGrades(NbGraderPreprocessor):
         """The verdict process in a sandbox of its own: forked from this process's warm fork server
         (torch already imported, as for `course grade`'s kernels) where it can be, else a new process
         (in the same sandbox, started again, as ForkedKernelProvisioner does for a kernel)."""
-        env = forkserver.autograde_environment()
+        env = forkserver.autograde_environment(self.config)
         box = sandbox.KernelSandbox(folder, log=self.log, config=self.config)
         if self.fork_server and sys.platform.startswith("linux"):
             try:

@@ -282,17 +282,19 @@ def test_its_sockets_folder_takes_nothing_of_the_graders_disk(kernel, course_fol
 
 
 def test_clean_environment_and_its_own_home(kernel):
-    names, home, environ_files, processes = kernel.evaluate(f"""
+    names, home, environ_files, processes, cuda = kernel.evaluate(f"""
         import glob, json, os
         leaks = [p for p in ["/proc/self/environ", *glob.glob("/proc/[0-9]*/environ")]
                  if {CANARY!r}.encode() in open(p, "rb").read()]
         commands = [open(p, "rb").read().replace(b"\\0", b" ").decode() for p in glob.glob("/proc/[0-9]*/cmdline")]
-        print("RESULT", json.dumps([sorted(os.environ), os.path.expanduser("~"), leaks, commands]))
+        print("RESULT", json.dumps([sorted(os.environ), os.path.expanduser("~"), leaks, commands,
+                                    os.environ.get("CUDA_VISIBLE_DEVICES")]))
     """)
     assert CANARY not in names and environ_files == []
+    assert cuda == ""  # no GPU in a grading sandbox unless Sandbox.gpus, whatever the grader's machine
     set_by_ipykernel = {"CLICOLOR", "CLICOLOR_FORCE", "FORCE_COLOR", "GIT_PAGER", "MPLBACKEND", "PAGER", "PWD",
                         "PYDEVD_USE_FRAME_EVAL", "TERM"}
-    assert set(names) <= set(sandbox.environment({})) | set(sandbox.PASSED_VARIABLES) | set_by_ipykernel
+    assert set(names) <= set(sandbox.environment({}, gpus=False)) | set(sandbox.PASSED_VARIABLES) | set_by_ipykernel
     assert home == sandbox.HOME
     # only the sandbox's own processes: bwrap's init, the holder of a forked kernel's sandbox, the kernel
     this = Path("/proc/self/cmdline").read_bytes().replace(b"\0", b" ").decode()
@@ -423,7 +425,7 @@ def test_a_kernel_is_bounded_as_a_whole(bounded):
 def test_a_sandboxs_group_is_gone_with_it(tmp_path):
     need_cgroups()
     box = sandbox.KernelSandbox(tmp_path)
-    box.start(["/bin/sleep", "30"], sandbox.environment())
+    box.start(["/bin/sleep", "30"], sandbox.environment(gpus=False))
     folders = list(box.group.folders)
     assert box.first_pid in box.group.pids() and all(f.exists() for f in folders)
     box.close()
@@ -436,7 +438,7 @@ def test_where_groups_hold_the_grader_says_so_once_and_which(tmp_path, monkeypat
     with caplog.at_level(logging.INFO):
         for _ in range(2):
             box = sandbox.KernelSandbox(tmp_path, log=logging.getLogger("test"))
-            box.start(["/bin/sleep", "30"], sandbox.environment())  # still running when the sandbox looks for it
+            box.start(["/bin/sleep", "30"], sandbox.environment(gpus=False))  # still running when the sandbox looks for it
             box.close()
     assert caplog.text.count(fingerprint("sandbox_group").en) == 1 and fingerprint("sandbox_group").zh in caplog.text
     from course.kernels import cgroups
@@ -467,7 +469,7 @@ def test_without_cgroups_grading_goes_on_and_says_what_holds(tmp_path, monkeypat
     monkeypatch.setattr(sandbox, "_said_which_bound", [])
     box = sandbox.KernelSandbox(tmp_path, log=logging.getLogger("test"))
     with caplog.at_level(logging.WARNING):
-        box.start(["/bin/sh", "-c", "echo ran > out; sleep 30"], sandbox.environment())
+        box.start(["/bin/sh", "-c", "echo ran > out; sleep 30"], sandbox.environment(gpus=False))
     deadline = time.monotonic() + 10
     while not (tmp_path / "out").exists() and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -140,15 +140,9 @@ def test_the_kernel_gets_exactly_the_environment_given(box):
     assert ("--clearenv",) in found
 
 
-def test_without_nvidia_devices_the_kernel_sees_only_the_cpus_of_sys(box, no_gpu):
-    found, _ = built(box)
-    assert ("--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu") in found
-    assert ("--ro-bind-try", "/sys", "/sys") not in found
-    assert [o for o in found if o[0] == "--dev-bind-try"] == [("--dev-bind-try", "/dev/dri", "/dev/dri")]
-
-
-def test_with_nvidia_devices_they_and_sys_are_bound_for_cuda(box, monkeypatch):
-    """Every /dev/nvidia* name is bound if there (--dev-bind-try); one that exists, whichever, opens /sys."""
+@pytest.fixture
+def nvidia_gpu(monkeypatch):
+    """A machine with NVIDIA device files, whatever this one has: /dev/nvidiactl among them exists."""
     in_dev = ["/dev/null", "/dev/nvidia-caps", "/dev/nvidiactl", "/dev/tty"]
     existing = {"/dev/nvidiactl"}  # the second of the two: any of them counts, not only the first
     real, exists = sandbox.Path, os.path.exists
@@ -159,8 +153,45 @@ def test_with_nvidia_devices_they_and_sys_are_bound_for_cuda(box, monkeypatch):
 
     monkeypatch.setattr(sandbox, "Path", lambda p: Dev() if p == "/dev" else real(p))
     monkeypatch.setattr(os.path, "exists", lambda p: p in existing or (not p.startswith("/dev/nvidia") and exists(p)))
+
+
+@pytest.mark.parametrize("machine", ["no_gpu", "nvidia_gpu"])
+def test_by_default_the_kernel_sees_no_gpu_and_only_the_cpus_of_sys(box, machine, request):
+    """Sandbox.gpus off (the default): a GPU grader's sandbox is a CPU grader's, so that a notebook cannot tell
+    them apart (attacks-machines.toml, pick-device-answers-wrong-on-a-grader-with-a-gpu) and no kernel holds GPU
+    memory that no cgroup bounds."""
+    request.getfixturevalue(machine)
+    found, _ = built(box)
+    assert ("--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu") in found
+    assert ("--ro-bind-try", "/sys", "/sys") not in found
+    assert [o for o in found if o[0] == "--dev-bind-try"] == []
+
+
+def test_with_gpus_asked_for_and_nvidia_devices_they_and_sys_are_bound_for_cuda(box, nvidia_gpu):
+    """Every /dev/nvidia* name is bound if there (--dev-bind-try); one that exists, whichever, opens /sys."""
+    box.settings.gpus = True
     found, _ = built(box)
     assert [o for o in found if o[0] == "--dev-bind-try"] == [
         ("--dev-bind-try", d, d) for d in ("/dev/nvidia-caps", "/dev/nvidiactl", "/dev/dri")]
     assert ("--ro-bind-try", "/sys", "/sys") in found
     assert ("--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu") not in found
+
+
+def test_with_gpus_asked_for_on_a_machine_without_nvidia_devices_only_the_cpus_of_sys(box, no_gpu):
+    box.settings.gpus = True
+    found, _ = built(box)
+    assert ("--ro-bind-try", "/sys", "/sys") not in found
+    assert [o for o in found if o[0] == "--dev-bind-try"] == [("--dev-bind-try", "/dev/dri", "/dev/dri")]
+
+
+GRADERS = {"COURSE_REQUIRE_CUDA": "2", "CUDA_VISIBLE_DEVICES": "1", "LANG": "C.UTF-8", "SECRET": "grader's"}
+
+
+@pytest.mark.parametrize("gpus, cuda", [(False, {"CUDA_VISIBLE_DEVICES": ""}),
+                                        (True, {"COURSE_REQUIRE_CUDA": "2", "CUDA_VISIBLE_DEVICES": "1"})])
+def test_a_kernel_without_the_gpus_is_shown_no_cuda_device_and_asked_for_none(gpus, cuda):
+    """Without the GPUs bound, the GPU job's COURSE_REQUIRE_CUDA would fail every kernel's checks, and PyTorch would
+    try the driver, which finds no device file; with them, the grader's choice of GPU and requirement pass."""
+    env = sandbox.environment(GRADERS, gpus=gpus)
+    assert {k: v for k, v in env.items() if "CUDA" in k} == cuda
+    assert "SECRET" not in env and env["LANG"] == "C.UTF-8"
