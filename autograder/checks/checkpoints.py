@@ -46,7 +46,10 @@ def assert_rank_zero_checkpoint(path, rank, expected, what):
     except Exception:  # noqa: BLE001: a pickled module object is refused, and never unpickled here
         refused = True
     if refused:  # what the file pickles, named from its globals without running them
-        _fail("checkpoint_not_state_dict", what=what, found=_pickled_type(path))
+        found = _pickled_type(path)
+        if found is None:  # nothing to name: a pickle weights-only loading cannot read (`pickle_protocol=4`)
+            _fail("checkpoint_unreadable", what=what)
+        _fail("checkpoint_not_state_dict", what=what, found=found)
     if not isinstance(saved, Mapping) or not all(isinstance(v, torch.Tensor) for v in saved.values()):
         _fail("checkpoint_not_state_dict", what=what, found=_name(saved))
     if set(saved) != set(expected):  # the instructions ask for the state dict, not for its order
@@ -56,9 +59,10 @@ def assert_rank_zero_checkpoint(path, rank, expected, what):
         assert_values(saved[key], tensor, f"{what}: {key}")
 
 
-def _pickled_type(path) -> str:
+def _pickled_type(path) -> str | None:
     """The class of the object a checkpoint pickles (`Sequential` for a whole model), read from its
-    pickle's opcodes without unpickling it: the first global that weights-only loading refuses."""
+    pickle's opcodes without unpickling it: the first global that weights-only loading refuses; None when
+    it refuses none, or cannot read the file."""
     import pickletools
     import zipfile
 
@@ -69,9 +73,9 @@ def _pickled_type(path) -> str:
         for opcode, argument, _ in pickletools.genops(data):
             if opcode.name == "GLOBAL" and argument.replace(" ", ".") in refused:
                 return argument.rpartition(" ")[2]
-        return sorted(refused)[0].rpartition(".")[2] if refused else "?"
-    except Exception:  # noqa: BLE001: not a checkpoint torch.save wrote
-        return "?"
+        return sorted(refused)[0].rpartition(".")[2] if refused else None
+    except Exception:  # noqa: BLE001: not a checkpoint torch.save wrote, or a pickle protocol it cannot read
+        return None
 
 
 def assert_loads_on_rank(path, map_location, rank, world_size, what):

@@ -1033,6 +1033,14 @@ def test_rank_zero_checkpoint_holds_the_plain_state_dict_and_only_rank_zero_writ
     torch.save(model, path)
     fails_showing("checkpoint_not_state_dict", dict(what="save(rank=0)", found="Sequential"),
                   checks.assert_rank_zero_checkpoint, path, 0, state, "save(rank=0)")
+    # no class to name (it said "the checkpoint holds ?" and "not the model object"): a protocol weights-only
+    # loading cannot read, a file torch.save did not write
+    torch.save(state, path, pickle_protocol=4)
+    fails_showing("checkpoint_unreadable", dict(what="save(rank=0)"),
+                  checks.assert_rank_zero_checkpoint, path, 0, state, "save(rank=0)")
+    path.write_bytes(b"not a checkpoint")
+    fails_showing("checkpoint_unreadable", dict(what="save(rank=0)"),
+                  checks.assert_rank_zero_checkpoint, path, 0, state, "save(rank=0)")
     if has_data(device):
         torch.save({k: v + 1 if v.is_floating_point() else v for k, v in state.items()}, path)
         fails_with("wrong_values", checks.assert_rank_zero_checkpoint, path, 0, state, "save(rank=0)")
