@@ -457,14 +457,21 @@ def saved_by_state_dict(module, name) -> tuple[bool, bool]:
 
 
 def global_rng_kept(function, *args, **kwargs):
-    """`function(*args, **kwargs)`, and whether it left PyTorch's global random number generator as it found
-    it. A shuffle that reseeds it (`torch.manual_seed` inside a sampler) restarts the random stream of
-    its caller, and the verdict cannot see that afterwards: it restores the generators after each call.
-    The states before and after are compared, so a reseeding that leaves the state it found (the same
-    call twice in a row, outside the verdict) is seen the first time only."""
-    before = torch.get_rng_state()
+    """`function(*args, **kwargs)`, and whether it left the global random number generators, PyTorch's, Python's and
+    NumPy's, as it found them. A shuffle that reseeds one (`torch.manual_seed`, `random.seed` inside a sampler)
+    restarts the random stream of its caller, and the verdict cannot see that afterwards: it restores the
+    generators after each call. The states before and after are compared, so a reseeding that leaves the state
+    it found (the same call twice in a row, outside the verdict) is seen the first time only."""
+    import random
+
+    import numpy
+
+    before = torch.get_rng_state(), random.getstate(), numpy.random.get_state()
     result = function(*args, **kwargs)
-    return result, torch.equal(before, torch.get_rng_state())
+    after = torch.get_rng_state(), random.getstate(), numpy.random.get_state()
+    numpy_kept = before[2][0] == after[2][0] and numpy.array_equal(before[2][1], after[2][1]) \
+        and before[2][2:] == after[2][2:]
+    return result, torch.equal(before[0], after[0]) and before[1] == after[1] and numpy_kept
 
 
 def loaded_rows(dataset, **loader_kwargs):

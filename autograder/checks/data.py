@@ -150,7 +150,8 @@ def assert_same_shard(first, second, rank, what):
 
 
 def assert_global_rng_kept(kept, what):
-    """`kept` (probes.global_rng_kept): the call left PyTorch's global random number generator as it was."""
+    """`kept` (probes.global_rng_kept): the call left the global random number generators (PyTorch's, Python's,
+    NumPy's) as they were."""
     __tracebackhide__ = True
     if kept is not True:
         _fail("global_rng_changed", what=what)

@@ -305,11 +305,44 @@ def reseeds_inside_fork_rng(n):
         return reseeds(n)
 
 
+def reseeds_pythons(n):
+    import random
+
+    random.seed(3)
+    order = list(range(n))
+    random.shuffle(order)
+    return order
+
+
+def draws_from_numpys(n):
+    import numpy
+
+    return numpy.random.permutation(n).tolist()
+
+
+def draws_from_a_python_generator_of_its_own(n):
+    import random
+
+    order = list(range(n))
+    random.Random(3).shuffle(order)
+    return order
+
+
 @pytest.mark.parametrize("shuffle, kept", [(draws_from_a_generator_of_its_own, True), (reseeds, False),
-                                           (reseeds_inside_fork_rng, True)], ids=lambda v: getattr(v, "__name__", ""))
+                                           (reseeds_inside_fork_rng, True), (reseeds_pythons, False),
+                                           (draws_from_numpys, False), (draws_from_a_python_generator_of_its_own, True)],
+                         ids=lambda v: getattr(v, "__name__", ""))
 def test_global_rng_kept_sees_a_reseeded_global_generator(shuffle, kept):
-    torch.manual_seed(0)
-    assert global_rng_kept(shuffle, 10) == (shuffle(10), kept)
+    """PyTorch's, Python's and NumPy's: a sampler that reseeded Python's (`random.seed(seed * 1000 + epoch)`) kept its
+    points where the same with `torch.manual_seed` lost them (the fourth style tester's)."""
+    import random
+
+    import numpy
+
+    torch.manual_seed(0), random.seed(0), numpy.random.seed(0)
+    result, found = global_rng_kept(shuffle, 10)
+    torch.manual_seed(0), random.seed(0), numpy.random.seed(0)
+    assert (result, found) == (shuffle(10), kept)
 
 
 def test_a_number_read_from_a_meta_tensor_is_what_the_call_computed():
