@@ -462,16 +462,19 @@ def global_rng_kept(function, *args, **kwargs):
     restarts the random stream of its caller, and the verdict cannot see that afterwards: it restores the
     generators after each call. The states before and after are compared, so a reseeding that leaves the state
     it found (the same call twice in a row, outside the verdict) is seen the first time only."""
+    before = _global_states()
+    result = function(*args, **kwargs)
+    return result, _global_states() == before
+
+
+def _global_states() -> tuple:
+    """PyTorch's (on the CPU), Python's and NumPy's global generator states, as values `==` compares whole."""
+    import pickle
     import random
 
     import numpy
 
-    before = torch.get_rng_state(), random.getstate(), numpy.random.get_state()
-    result = function(*args, **kwargs)
-    after = torch.get_rng_state(), random.getstate(), numpy.random.get_state()
-    numpy_kept = before[2][0] == after[2][0] and numpy.array_equal(before[2][1], after[2][1]) \
-        and before[2][2:] == after[2][2:]
-    return result, torch.equal(before[0], after[0]) and before[1] == after[1] and numpy_kept
+    return bytes(torch.get_rng_state().numpy()), random.getstate(), pickle.dumps(numpy.random.get_state())
 
 
 def loaded_rows(dataset, **loader_kwargs):
