@@ -9,7 +9,8 @@ The submission runs in processes of their own, which can write nothing but data 
 * the *program* (forked before anything else ran, so it holds none of the parent's descriptors but its
   own pipes; autograder/program.py) runs the whole notebook as the student's kernel ran it, every cell in
   order in an IPython shell, the instructor's cells and the student's, magics, module-level calls, loggers
-  and patterns included; test cells aside. It runs no test: when the parent reaches a test cell, the program forks
+  and patterns included, and each test cell as released (which the student has) once its test has ended
+  (_released_cell). It judges no test: when the parent reaches a test cell, the program forks
 * a *caller* from its state at that cell. The caller runs no text of the test cell: it waits for the judge's
   requests (autograder/calls.py), each a call of the student's code with what the test gives it, as data,
   makes the call with the student's namespace, where the exercises judged before this one are the
@@ -23,8 +24,8 @@ The submission runs in processes of their own, which can write nothing but data 
 
 The parent reads the test cells' text, and the instructor's solutions, only after the program is forked
 (DecideGrades writes them beside the job), and sends each caller, when its test starts, the solutions of the
-exercises already judged: nothing of a test cell is ever in the memory of a process that runs student code,
-only what the judge gives the student's functions.
+exercises already judged: nothing of a test cell's hidden tests is ever in the memory of a process that runs
+student code, only what the judge gives the student's functions.
 
 So no process that can write a record, or that a record is decided in, ever runs a line the student
 wrote: not a definition, not an import, not a method Python calls on the student's behalf. The parent
@@ -51,6 +52,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import stat
 import struct
 import sys
@@ -76,6 +78,7 @@ RESULT_LIMIT = 16_000  # bytes of one test's result (its diagnostic)
 REACHED = b"r"
 _TEST_CELL_MISTAKES = ("verdict_test_cell_unsealed", "verdict_test_cell_gives_code")  # the instructor's, not the student's
 _LENGTH = struct.Struct("<I")  # of what follows a test cell's "g" to the program (the solutions its caller binds)
+_PID = struct.Struct("<i")  # of the process that goes on as the program (_released_cell), to the parent
 
 
 def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
@@ -84,10 +87,11 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
     `solutions`: a descriptor to read, once the program runs apart, the instructor's solutions that each
     test cell's caller binds (DecideGrades.references); `tests`: one to read then the test cells' text (grade
     id → {"source", "visible"}; a test cell in `cells` has none). Neither was ever in the program's memory."""
-    pipes = [os.pipe() for cell in cells if cell["kind"] == "test"]  # caller k → judge k
-    asks = [os.pipe() for _ in pipes]  # judge k → caller k: the calls it asks for (calls.py)
-    clocks = [os.pipe() for _ in pipes]  # caller k → this process: when it runs cells again (_paused)
-    go, start = os.pipe()  # the parent → the program: fork the caller of the next test cell
+    # the parent → the program: fork the caller of the next test cell, with the ends of its pipes (made here per test,
+    # so that no process that runs student code ever holds a later test's: a body that wrote on every descriptor it
+    # had, called by a test cell as released in the program, had filled every later judge's pipe); its test has ended
+    go, start = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    told, tells = os.pipe()  # the program → the parent: the process that goes on as the program (_released_cell)
     spared = _processes() if sandboxed else set()  # the sandbox's init, its holder, this process
     from IPython.core import interactiveshell  # noqa: F401: imported once, here, for every program's shell
     # the program's own folder, and beside it those where cells run again (program.ran_again), removed when the
@@ -96,15 +100,13 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
     root = tempfile.mkdtemp(prefix="verdict-")
     program_pid = _fork()
     if program_pid == 0:
-        _program(cells, [writer for _, writer in pipes], [writer for _, writer in clocks],
-                 [reader for reader, _ in asks], go, timeout, root)
+        start.close()
+        _program(cells, go, tells, timeout, root)
     spared.add(program_pid)
-    os.close(go)
-    os.set_blocking(start, False)  # a program that stopped reading holds back only its own callers
-    for _, writer in pipes + clocks:
-        os.close(writer)
-    for reader, _ in asks:
-        os.close(reader)
+    running = _Running(program_pid, told, spared)
+    go.close()
+    os.close(tells)
+    start.setblocking(False)  # a program that stopped reading holds back only its own callers
     references = _read_json(solutions, [])
     texts = _read_json(tests, {})
     own = [cell["source"] for cell in cells if cell["kind"] == "student"]  # what a diagnostic may quote
@@ -112,7 +114,6 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
     places = {cell["grade_id"]: cell.get("place") for cell in cells if cell["kind"] == "test"}  # in the source
     _record(grader_fd, {"ready": True})
     namespace = {"__name__": TEST_MODULE, "__builtins__": builtins}
-    readers = iter(zip((reader for reader, _ in pipes), (reader for reader, _ in clocks), (writer for _, writer in asks)))
     for cell in instructors_order(cells):
         if cell["kind"] == "trusted":  # on the students' machine, as in the program (_program_cell): every grader alike
             with simulated_machine(STUDENTS_MACHINE):
@@ -121,7 +122,6 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
                 _record(grader_fd, {"instructor_error": str(cell.get("grade_id")), "error": error})
                 break
         elif cell["kind"] == "test":
-            reader, clock, ask = next(readers)
             cell = {**cell, **texts[cell["grade_id"]]}
             try:
                 compile(cell["source"], "<test>", "exec", dont_inherit=True)
@@ -130,21 +130,26 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
                 break
             seed = _seed(cell)
             solved = [_compiled(s) for s in references if _sent_before(s, cell, recorded, places)]
-            started = json.dumps({"solutions": solved, "imports": released_imports(cell.get("visible"))}).encode()
-            try:
-                os.write(start, b"g" + _LENGTH.pack(len(started)) + started)
-            except OSError:  # the program has ended or stopped reading: the judge reads no names, and says so
-                pass
+            started = json.dumps({"solutions": solved, "imports": released_imports(cell.get("visible")),
+                                  "released": cell.get("visible") or ""}).encode()
+            reader, writer = os.pipe()  # caller → judge
+            asked, ask = os.pipe()  # judge → caller: the calls it asks for (calls.py)
+            clock, ticks = os.pipe()  # caller → this process: when it runs cells again (_paused)
+            _send(start, b"g" + _LENGTH.pack(len(started)) + started, [writer, asked, ticks])
+            for end in (writer, asked, ticks):  # the program's now: a program that has ended, the judge says so
+                os.close(end)
             result = run_test(cell, namespace, cell.get("timeout", timeout), reader, ask, own, seed,
                               clock=clock, paused=lambda: os.write(grader_fd, (PAUSED_RECORD + "\n").encode()),
                               allowance=cell.get("allowance", 0.0))
             os.close(reader)
             os.close(clock)
             os.close(ask)
+            running.now()
             if result.pop("never_reached", False):  # see REACHED: every later test is lost at once, not after its limit
-                _kill(program_pid)
+                running.kill()
             if sandboxed:
                 _end_stragglers(spared)
+            _send(start, b"e")  # the test has ended: the program runs its cell as released (_released_cell)
             for again in glob.glob(os.path.join(root, "again-*")):  # where this test's caller ran cells again
                 shutil.rmtree(again, ignore_errors=True)
             if "test_cell_code" in result:  # the test cell calls the student's code other than through checks.call,
@@ -155,8 +160,16 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
             result["grade_id"] = cell["grade_id"]
             _record(grader_fd, result)
             recorded.add(cell["grade_id"])
-    _kill(program_pid)
+    running.now()
+    running.kill()
     shutil.rmtree(root, ignore_errors=True)
+
+
+def _send(to, message, descriptors=()):
+    """`message` to the program, with `descriptors`; nothing where it has ended or stopped reading."""
+    with contextlib.suppress(OSError):
+        sent = socket.send_fds(to, [message], list(descriptors)) if descriptors else 0
+        to.sendall(message[sent:])
 
 
 def _seed(cell) -> int:
@@ -236,16 +249,16 @@ def _no_audit_hooks(event, args):
         raise RuntimeError("no audit hook while grading / 评分时不添加审计钩子")
 
 
-def _program(cells, writers, clocks, asks, go, timeout, root):
+def _program(cells, go, tells, timeout, root):
     """The notebook as the student's kernel ran it, in this forked process, in a folder of its own in `root`;
     at each test cell, a caller forked from its state then (see the module docstring). Never returns."""
     try:
         os.setpgid(0, 0)  # the parent ends the program and its callers as one group
-        _only_descriptors([*writers, *clocks, *asks, go])
+        go.shutdown(socket.SHUT_WR)  # what the parent sends, only
+        _only_descriptors([go.fileno(), tells])
         sys.addaudithook(_no_audit_hooks)
         program.own_folder(root)
         from . import integrity
-        from .boundary import read_exactly
 
         shell, bound = program.new_shell(), {}
         # as ipykernel does: the notebook's folder (here the program's own, where `%%writefile` writes) first
@@ -255,25 +268,17 @@ def _program(cells, writers, clocks, asks, go, timeout, root):
         asyncio.set_event_loop(loop)
         integrity.start_grading()  # what the kernel checks after every cell, this shell checks too
         bound.update(shell.user_ns)
-        callers = iter(zip(writers, clocks, asks))
-        caller = None
         signal.signal(signal.SIGALRM, _interrupt)
         for index, cell in enumerate(cells):
             if cell["kind"] == "test":
-                if os.read(go, 1) != b"g":
-                    break
-                header = read_exactly(go, _LENGTH.size)
-                started = read_exactly(go, _LENGTH.unpack(header)[0]) if header else None
+                started, ends = _started(go)
                 if started is None:
                     break
-                if caller is not None:
-                    _kill(caller)
-                started = json.loads(started)
                 if started.get("imports"):  # bound as the kernel binds them, for this caller and every later cell
                     with simulated_machine(STUDENTS_MACHINE):
                         _program_cell(shell, loop, {"kind": "trusted", "source": started["imports"]}, cells, index,
                                       bound, timeout)
-                writer, clock, ask = next(callers)
+                writer, ask, clock = ends
                 names = student_names(shell.user_ns, bound)
                 caller = _fork()
                 if caller == 0:
@@ -282,12 +287,16 @@ def _program(cells, writers, clocks, asks, go, timeout, root):
                 os.close(writer)
                 os.close(clock)
                 os.close(ask)
+                if go.recv(1) != b"e":  # the test has ended, its caller with it
+                    break
+                _kill(caller)
+                _released_cell(shell, loop, started["released"], cells, index, bound, timeout, tells)
                 continue
             # every cell runs on the students' machine, the instructor's too (none asks about the machine): a student's
             # input transformer, event hook or audit hook runs around it, and so does what reads the student's names
             with simulated_machine(STUDENTS_MACHINE):
                 _program_cell(shell, loop, cell, cells, index, bound, timeout)
-        while os.read(go, 1):  # the last caller's parent until the verdict ends
+        while go.recv(1):  # the last caller's parent until the verdict ends
             pass
     finally:
         os._exit(0)
@@ -316,6 +325,48 @@ def _program_cell(shell, loop, cell, cells, index, bound, timeout):
                 bound=assigned | set(changed) | {f"file {path}" for path in wrote},
                 again=questions() != asked or any(callable(value) for value in changed.values()))
     program.mark_again([each for each in cells[:index + 1] if each["kind"] == "student"], shell.user_ns)
+
+
+def _started(go) -> tuple[dict | None, list[int]]:
+    """What the parent sends the program at a test cell: what its caller binds, the cell's released text, and the
+    caller's ends of its three pipes (to the judge, from the judge, to the parent's clock); None when it has ended."""
+    from .boundary import read_exactly
+
+    head, ends, _, _ = socket.recv_fds(go, 1 + _LENGTH.size, 3)
+    if len(ends) != 3 or not head.startswith(b"g"):
+        return None, ends
+    head += read_exactly(go.fileno(), 1 + _LENGTH.size - len(head)) or b""
+    started = read_exactly(go.fileno(), _LENGTH.unpack(head[1:])[0]) if len(head) == 1 + _LENGTH.size else None
+    return (None if started is None else json.loads(started)), ends
+
+
+def _released_cell(shell, loop, released, cells, index, bound, timeout, tells):
+    """Run test cell `index` as released, where it stands, once its test has ended: the kernel ran it in the
+    student's namespace, so what it made is there for every later cell (a right answer's cell that first printed
+    the `x` a visible test made, then defined `match`, passed validate and lost its test in the verdict). In a fork
+    that goes on as the program (it tells the parent on `tells`) if the cell ends, with an error too, as the kernel
+    goes on; where it ends its process (a body that does so only in the verdict) or runs past its limit, this
+    process goes on without the cell, and the later tests are judged as before. Returns in the process that goes on."""
+    if not released.strip():
+        return
+    ended, ends = os.pipe()
+    child = _fork()
+    if child == 0:
+        os.close(ended)
+        _one_thread()
+        _thread_pools_restarted()
+        with simulated_machine(STUDENTS_MACHINE):
+            _program_cell(shell, loop, {"kind": "trusted", "source": released}, cells, index, bound, timeout)
+        _tell(ends, b"k")
+        os.close(ends)
+        return
+    os.close(ends)
+    went_on = select.select([ended], [], [], timeout + 1)[0] and os.read(ended, 1) == b"k"
+    os.close(ended)
+    if went_on:
+        _tell(tells, _PID.pack(child))
+        os._exit(0)
+    _kill(child)
 
 
 def _interrupt(signum, frame):
@@ -606,6 +657,44 @@ def _kill(pid):
         os.waitpid(pid, 0)
     except ChildProcessError:
         pass
+
+
+class _Running:
+    """Which process is the program now, as the parent knows it: the one it forked, until the program says which
+    process goes on as it after a test cell as released (_released_cell). Any student code can write what the program
+    says (a body that wrote `{"passed": true}` on every descriptor it had), so it is only which process of the
+    program's group the parent spares (one, as the program itself would be) and kills: another of the student's own,
+    or none, and the program itself is ended, which loses only the student's later tests."""
+
+    def __init__(self, pid, told, spared):
+        self.group = self.pid = pid  # the group the program's processes are in (its callers, what the student started)
+        self.told, self.spared = told, spared
+        os.set_blocking(told, False)
+
+    def now(self):
+        """Read what the program said since (a pid, four bytes each time); the last one is the program."""
+        said = b""
+        with contextlib.suppress(OSError):  # nothing more said (EAGAIN)
+            while chunk := os.read(self.told, 4096):
+                said += chunk
+        whole = len(said) - len(said) % _PID.size
+        if whole:
+            pid = _PID.unpack(said[whole - _PID.size:whole])[0]
+            if pid > 1 and pid != os.getpid() and _group(pid) == self.group:
+                self.spared.discard(self.pid)
+                self.pid = pid
+                self.spared.add(pid)
+
+    def kill(self):
+        _kill(self.group)
+        _kill(self.pid)
+
+
+def _group(pid) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
 
 
 def _processes() -> set[int]:

@@ -447,7 +447,8 @@ class DecideGrades(NbGraderPreprocessor):
 
     def with_limits(self, cells) -> list[dict]:
         """The cells, each test cell with its own limit (`timeout`) in the verdict: its judge first waits
-        for the program to run the student's cells before it, each under the cell limit. And how long its
+        for the program to run the student's cells before it, each under the cell limit, and the test cell
+        before them as released (verdict._released_cell). And how long its
         clock may stand still while its caller runs the student's cells again on other machines (`allowance`):
         RUN_AGAIN_ALLOWANCE times every student cell before it, from the top, each under the cell limit."""
         timeout, waited, before = self.cell_timeout(), 0, 0
@@ -455,7 +456,7 @@ class DecideGrades(NbGraderPreprocessor):
             if cell["kind"] == "student":
                 waited, before = waited + 1, before + 1
             elif cell["kind"] == "test":
-                cell["timeout"], waited = timeout * (1 + waited), 0
+                cell["timeout"], waited = timeout * (1 + waited), 1
                 cell["allowance"] = RUN_AGAIN_ALLOWANCE * timeout * max(before, 1)
         return cells
 

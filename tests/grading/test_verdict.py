@@ -97,8 +97,22 @@ def test_a_right_answer_in_ordinary_python_keeps_its_points(answer):
     assert decided(answer)["double0"]["passed"] is True
 
 
+RUNS_ON = "while True:\n    try:\n        time.sleep(0.05)\n    except KeyboardInterrupt:\n        pass"
 QUADRUPLE_TEST = ("from autograder import checks\nx = torch.randn(3)\n"
                   "checks.assert_values(checks.call('quadruple(x)', quadruple, x), 4 * x, 'quadruple(x)')")
+
+
+def double_then_quadruple(double, quadruple, visible=DOUBLE_TEST, hidden="", **settings) -> dict:
+    """The verdict's records for `double`'s cell, its test cell (released as `visible`), `quadruple`'s cell, its test."""
+    cells = [{"kind": "trusted", "source": "import torch", "grade_id": "imports"},
+             {"kind": "student", "source": double, "grade_id": "double"},
+             {"kind": "test", "source": visible + hidden, "grade_id": "test_double", "visible": visible},
+             {"kind": "student", "source": quadruple, "grade_id": "quadruple"},
+             {"kind": "test", "source": QUADRUPLE_TEST, "grade_id": "test_quadruple", "visible": QUADRUPLE_TEST}]
+    return DecideGrades(**settings).verdict(cells)
+
+
+QUADRUPLE = "def quadruple(x):\n    return 4 * x"
 
 
 @pytest.mark.parametrize("released, passes", [(True, True), (False, False)],
@@ -108,15 +122,39 @@ def test_a_module_a_test_cell_imports_is_the_students_as_in_their_kernel(release
     the function it calls and for every later cell (a right `save_on_rank_zero` used the `os` only its visible test
     imported: validate passed it, the verdict failed it). One the hidden tests alone import never is, in either."""
     imports = "import math\n"
-    visible = (imports if released else "") + DOUBLE_TEST
     hidden = "" if released else f"\n### BEGIN HIDDEN TESTS\n{imports}x = torch.ones(2)\n### END HIDDEN TESTS"
-    cells = [{"kind": "trusted", "source": "import torch", "grade_id": "imports"},
-             {"kind": "student", "source": "def double(x):\n    return x * math.sqrt(4)", "grade_id": "double"},
-             {"kind": "test", "source": visible + hidden, "grade_id": "test_double", "visible": visible},
-             {"kind": "student", "source": "def quadruple(x):\n    return x * math.sqrt(16)", "grade_id": "quadruple"},
-             {"kind": "test", "source": QUADRUPLE_TEST, "grade_id": "test_quadruple", "visible": QUADRUPLE_TEST}]
-    records = DecideGrades().verdict(cells)
+    records = double_then_quadruple("def double(x):\n    return x * math.sqrt(4)", "def quadruple(x):\n    return x * math.sqrt(16)",
+                            visible=(imports if released else "") + DOUBLE_TEST, hidden=hidden)
     assert (records["test_double"]["passed"], records["test_quadruple"]["passed"]) == (passes, passes), records
+
+
+@pytest.mark.parametrize("made_by, double, passes", [
+    ("visible", "def double(x):\n    return 2 * x", True),
+    ("visible", "def double(x):\n    return 3 * x", True),
+    ("hidden", "def double(x):\n    return 2 * x", False),
+], ids=["made-by-the-released-test", "made-by-the-released-test-before-it-failed", "made-by-the-hidden-tests-only"])
+def test_what_a_test_cell_made_is_there_for_later_cells_as_in_the_kernel(made_by, double, passes):
+    """The kernel runs a test cell as released in the student's namespace: a right answer's cell that first looked at
+    the `x` its visible test made, then defined its function, passed validate and lost its test in the verdict. What a
+    released test cell made before it failed is there too, as in the kernel; what only the hidden tests make never is."""
+    made = "made = torch.arange(3.0)\n"
+    records = double_then_quadruple(double, "print(made.sum())\n" + QUADRUPLE,
+                                    visible=(made if made_by == "visible" else "") + DOUBLE_TEST,
+                                    hidden="" if made_by == "visible" else f"\n### BEGIN HIDDEN TESTS\n{made}### END HIDDEN TESTS")
+    assert records["test_double"]["passed"] is ("2 *" in double), records
+    assert records["test_quadruple"]["passed"] is passes, records
+
+
+@pytest.mark.parametrize("then", [RUNS_ON, "os._exit(0)"], ids=["runs-on-past-its-limit", "ends-its-process"])
+def test_a_test_cell_as_released_costs_the_later_tests_nothing(then):
+    """The program runs a test cell as released once its test has ended, in a fork that goes on only if the cell ends:
+    a function that, called a second time (by the released cell, not the test), runs on or ends its process (a body
+    that does so only in the verdict) costs the later tests nothing."""
+    double = ("import os, time\ndef double(x):\n    if os.path.exists('called'):\n"
+              + "\n".join("        " + line for line in then.splitlines())
+              + "\n    open('called', 'w').close()\n    return 2 * x")
+    records = double_then_quadruple(double, QUADRUPLE, timeout=2)
+    assert (records["test_double"]["passed"], records["test_quadruple"]["passed"]) == (True, True), records
 
 
 def test_an_error_the_students_function_raised_in_the_grader_shows_its_message_and_line():
@@ -642,7 +680,6 @@ def test_a_sealed_cells_points_come_from_its_judge_which_sees_only_data(answer, 
     assert (record is not None and record["passed"]) is passes
 
 
-RUNS_ON = "while True:\n    try:\n        time.sleep(0.05)\n    except KeyboardInterrupt:\n        pass"
 LOOPS_ONCE = ("import os, time\ndef double(x):\n    if not os.path.exists('looped'):  # the first caller alone\n"
               "        open('looped', 'w').close()\n" + "\n".join("        " + line for line in RUNS_ON.splitlines())
               + "\n    return 2 * x")

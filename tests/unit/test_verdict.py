@@ -106,12 +106,13 @@ def test_the_allowance_is_one_limit_for_each_machine_besides_the_students():
 
 def test_a_tests_allowance_counts_every_student_cell_before_it_and_its_limit_those_since_the_last_test():
     """A cell run again on another machine is any of the notebook's from the top (program.mark_again): a
-    slow cell early in the notebook is run again for every later test that simulates a machine."""
+    slow cell early in the notebook is run again for every later test that simulates a machine. Its limit counts
+    the student cells since the last test cell, and that test cell, which the program runs as released first."""
     kinds = ["student", "test", "student", "student", "test", "test"]
     decide = DecideGrades(timeout=10)
     cells = decide.with_limits([{"kind": kind} for kind in kinds])
     tests = [cell for cell in cells if cell["kind"] == "test"]
-    assert [cell["timeout"] for cell in tests] == [20, 30, 10]
+    assert [cell["timeout"] for cell in tests] == [20, 40, 20]
     assert [cell["allowance"] for cell in tests] == [RUN_AGAIN_ALLOWANCE * 10 * n for n in (1, 3, 3)]
     assert decide.allowances(cells) == [0, *(cell["allowance"] for cell in tests)]
 
@@ -156,7 +157,7 @@ def test_each_test_cell_may_wait_for_the_student_cells_before_it():
     cells = [{"kind": "trusted"}, {"kind": "student"}, {"kind": "student"}, {"kind": "test"},
              {"kind": "test"}, {"kind": "student"}, {"kind": "test"}]
     decide = DecideGrades(timeout=10, start_seconds=60)
-    assert decide.deadlines(decide.with_limits(cells)) == [60, 40, 20, 30]
+    assert decide.deadlines(decide.with_limits(cells)) == [60, 40, 30, 40]
 
 
 def test_each_solution_names_its_released_functions_and_its_exercises_test_cells():
