@@ -6,8 +6,10 @@ accelerator (`torch.accelerator.current_accelerator()`) while CUDA is not availa
 is simulated: no tensor is ever created on the pretended device; one made there is made on the meta device
 (`_made_on_meta`), with its shape and dtype and no values.
 """
+import contextlib
 import functools
 import importlib
+import inspect
 import os
 import pkgutil
 import platform
@@ -294,6 +296,27 @@ def _on_the_accelerator(device) -> bool:
     return (device.type, device.index or 0) == (home.type, home.index or 0)
 
 
+# What a real accelerator refuses that the meta device standing in for it takes (the same grade on every machine:
+# a wrong answer that fails on a real GPU fails on a simulated one). PyTorch's own messages.
+_MPS_FLOAT64 = ("Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64. "
+                "Please use float32 instead.")
+
+
+def _refuse_generator(generator):
+    """A random tensor made or filled on the simulated accelerator with a generator of another device (a CPU
+    `torch.Generator()` for a CUDA weight): PyTorch checks the generator's device type against the tensor's."""
+    kind = _SIMULATED[-1][0]
+    if isinstance(generator, torch.Generator) and generator.device.type != kind:
+        raise RuntimeError(f"Expected a '{kind}' device type for generator but found '{generator.device.type}'")
+
+
+def _refuse_float64(made):
+    """`made`, a stand-in for a tensor on the simulated accelerator; an Apple GPU has no float64."""
+    if _SIMULATED[-1][0] == "mps" and torch._C.TensorBase.dtype.__get__(made) == torch.float64:
+        raise TypeError(_MPS_FLOAT64)
+    return made
+
+
 def _made_on_meta(real):
     """`real`, a factory, where a tensor made on the simulated accelerator (`torch.ones(1, device="cuda")`) is made
     on the meta device: its shape and dtype, and no values, on every grader, a GPU's too (the same grade on each).
@@ -303,18 +326,22 @@ def _made_on_meta(real):
     accelerator's driver: a pinned tensor is a plain one. A function patched for the simulation's time, as the
     answers are: a mode would route the checks' reads of a tensor's device through it."""
 
-    @functools.wraps(real)
-    def factory(*args, **kwargs):
-        if _on_the_accelerator(kwargs.get("device")):
-            kwargs = {**kwargs, "device": "meta"}
+    def made(*args, **kwargs):
         if not kwargs.get("pin_memory") or not _SIMULATED:  # kept by a cell past the simulation: PyTorch's own
             return real(*args, **kwargs)
         if not _SIMULATED[-1][0]:  # a grader's GPU simulated around a machine without one
             raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; no pinned memory "
                                "allocator is available on this system.")
-        made = real(*args, **{**kwargs, "pin_memory": False})
-        _PINNED[made] = True
-        return made
+        pinned = real(*args, **{**kwargs, "pin_memory": False})
+        _PINNED[pinned] = True
+        return pinned
+
+    @functools.wraps(real)
+    def factory(*args, **kwargs):
+        if _on_the_accelerator(kwargs.get("device")):
+            _refuse_generator(kwargs.get("generator"))
+            return _refuse_float64(made(*args, **{**kwargs, "device": "meta"}))
+        return made(*args, **kwargs)
 
     return factory
 
@@ -335,12 +362,16 @@ def target_of_to(args, kwargs) -> tuple:
 
 def _to(tensor, *args, **kwargs):
     """`Tensor.to`: a move to the simulated accelerator (`torch.zeros(1).to("cuda")`, to check it works) is a move to
-    the meta device, as a factory's tensor made there is (`_made_on_meta`)."""
+    the meta device, as a factory's tensor made there is (`_made_on_meta`). So is a move to the meta device itself
+    from another (`x.to(ref.device)`, where `ref` is a stand-in): an Apple GPU refuses float64 either way."""
     target, dtype = target_of_to(args, kwargs)
     if _on_the_accelerator(target):
-        return _REAL_TO(tensor, device="meta", dtype=dtype or torch._C.TensorBase.dtype.__get__(tensor),
-                        copy=kwargs.get("copy", False))
-    return _REAL_TO(tensor, *args, **kwargs)
+        return _refuse_float64(_REAL_TO(tensor, device="meta", dtype=dtype or torch._C.TensorBase.dtype.__get__(tensor),
+                                        copy=kwargs.get("copy", False)))
+    moved = _REAL_TO(tensor, *args, **kwargs)
+    if target is not None and target.type == "meta" and torch._C.TensorBase.device.__get__(tensor).type != "meta":
+        _refuse_float64(moved)
+    return moved
 
 
 def _cuda(tensor, device=None, non_blocking=False, memory_format=torch.preserve_format):
@@ -367,9 +398,35 @@ def _pin_memory(tensor, *args, **kwargs):
     return pinned
 
 
+def _filled_on_meta(real):
+    """`real`, an in-place random fill (`normal_`, and so most of `torch.nn.init`), where a stand-in for a tensor on
+    the simulated accelerator is filled with a generator of another device: refused, as the accelerator refuses it."""
+    try:
+        signature = inspect.signature(real)  # torch.nn.init's, whose generator may come by position
+    except (TypeError, ValueError):  # a Tensor method's: keyword only
+        signature = None
+
+    @functools.wraps(real)
+    def fill(tensor, *args, **kwargs):
+        if torch._C.TensorBase.device.__get__(tensor).type == "meta":
+            generator = kwargs.get("generator")
+            with contextlib.suppress(TypeError):  # the call's own error, raised by `real`
+                generator = signature.bind(tensor, *args, **kwargs).arguments.get("generator") if signature else generator
+            _refuse_generator(generator)
+        return real(tensor, *args, **kwargs)
+
+    return fill
+
+
+# and those of torch.nn.init that skip a meta tensor before they draw: the one they call (`trunc_normal_`'s, so a
+# name the student bound before the simulation is caught too), or their own
+_RANDOM_FILLS = [*(f"torch.Tensor.{name}" for name in ("normal_", "uniform_", "random_", "bernoulli_", "exponential_",
+                                                       "geometric_", "log_normal_", "cauchy_")),
+                 "torch.nn.init._no_grad_trunc_normal_", "torch.nn.init.orthogonal_", "torch.nn.init.sparse_"]
 _REAL_TO = torch.Tensor.to
 # what an accelerator's simulation patches besides its answers (no simulation of a machine without one does)
 _ON_AN_ACCELERATOR = {**{target: _made_on_meta(pkgutil.resolve_name(target)) for target in _FACTORIES},
+                      **{target: _filled_on_meta(pkgutil.resolve_name(target)) for target in _RANDOM_FILLS},
                       "torch.Tensor.to": _to, "torch.Tensor.cuda": _cuda}
 # the real one (functools.lru_cache: what it answered before is not the machine's)
 _MPS_IS_AVAILABLE = torch.backends.mps.is_available

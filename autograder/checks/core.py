@@ -33,6 +33,9 @@ KNOWN_ERRORS = [
     (re.compile(r"_scale is None"), "amp_scale_not_used"),  # GradScaler.unscale_/step before any scale()
     (re.compile(r"No inf checks were recorded prior to update"), "amp_update_without_step"),  # optimizer.step(), then update()
     (re.compile(r"Default process group has not been initialized"), "no_process_group"),  # a4
+    # what a GPU refuses, and so does the simulated one (autograder/simulate.py): device type names, as above
+    (re.compile(r"Expected a '[a-z]{2,8}' device type for generator but found '[a-z]{2,8}'"), "generator_device"),
+    (re.compile(r"Cannot convert a MPS Tensor to float64 dtype"), "mps_float64"),
 ]
 
 

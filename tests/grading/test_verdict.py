@@ -174,6 +174,20 @@ ON_EACH_MACHINE = ("from autograder import checks\nfrom autograder.simulate impo
                    " 'device_hint_order')")
 
 
+def test_a_students_cell_that_calls_the_checks_keeps_the_later_tests_on_each_machine():
+    """A student who ran a test's lines again in a cell of their own (`checks.call` on each grading device): that
+    cell asks about the machine, so a later test that simulates machines runs it again in its caller, where its
+    call went through the boundary and wrote on the judge's pipe, and no later call could be read back."""
+    tried = ("from autograder import checks, grading_devices\nfor device in grading_devices():\n"
+             "    checks.call(f'double on {device}', double, torch.ones(2, device=device))")
+    test = ("from autograder import checks\nfrom autograder.simulate import MACHINES, simulated_machine\n"
+            "x = torch.randn(3)\nfor machine in MACHINES:\n    with simulated_machine(machine):\n"
+            "        doubled = checks.call(f'double(x)  # {machine}', double, x)\n"
+            "    checks.assert_values(doubled, 2 * x, f'double(x)  # {machine}')")
+    records = decided(["def double(x):\n    return 2 * x", tried], test=test)
+    assert records["double0"]["passed"] is True, records
+
+
 @pytest.mark.parametrize("answer, passes", [
     ("def device(x):\n    return torch.device('cuda' if torch.cuda.is_available() else 'mps'\n"
      "                        if torch.backends.mps.is_available() else 'cpu')", True),

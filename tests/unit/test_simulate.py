@@ -284,6 +284,61 @@ def test_a_tensor_made_on_the_simulated_accelerator_is_made_on_meta(make, machin
         make(machine.present)
 
 
+CPU_GENERATOR = torch.Generator().manual_seed(0)
+# each way a student may draw random values on the device with a generator of their own, made on the CPU
+DRAWN_WITH_A_CPU_GENERATOR = {
+    "factory": lambda d: torch.randn(3, device=d, generator=CPU_GENERATOR),
+    "randint": lambda d: torch.randint(0, 5, (3,), device=d, generator=CPU_GENERATOR),
+    "in-place": lambda d: torch.empty(3, device=d).normal_(generator=CPU_GENERATOR),
+    "nn.init": lambda d: torch.nn.init.kaiming_uniform_(torch.empty(3, 3, device=d), generator=CPU_GENERATOR),
+    "nn.init-trunc-normal": lambda d: torch.nn.init.trunc_normal_(torch.empty(3, device=d), generator=CPU_GENERATOR),
+    "nn.init-orthogonal-by-position": lambda d: torch.nn.init.orthogonal_(torch.empty(3, 3, device=d), 1.0,
+                                                                          CPU_GENERATOR),
+}
+
+
+@pytest.mark.parametrize("draw", DRAWN_WITH_A_CPU_GENERATOR.values(), ids=DRAWN_WITH_A_CPU_GENERATOR.keys())
+@pytest.mark.parametrize("machine", [Machine("cuda", "cuda"), Machine("mps", "mps")], ids=str)
+def test_a_simulated_accelerator_refuses_a_generator_of_another_device_as_a_real_one(draw, machine):
+    """A GPU draws a tensor's values with a generator of its own device (a wrong make_weight passed on the CPU and
+    meta, and raised on CUDA); drawn on the CPU and moved, or with the global generator, it works there."""
+    with simulated_machine(machine), pytest.raises(RuntimeError, match=f"Expected a '{machine.present}' device type "
+                                                                       "for generator but found 'cpu'"):
+        draw(machine.present)
+    with simulated_machine(machine):
+        assert torch.randn(3, generator=CPU_GENERATOR).to(machine.present).device.type == "meta"
+        assert torch.randn(3, device=machine.present).device.type == "meta"
+        assert draw("cpu").device.type == "cpu"
+
+
+MOVES_OF_FLOAT64 = {  # of a float64 tensor `x` to the device `there`, where `ref` is a float32 tensor
+    "to-the-device": (lambda x, ref, there: x.to(ref.device), False),
+    "factory": (lambda x, ref, there: torch.zeros(2, dtype=torch.float64, device=there), False),
+    "to-the-device-with-float64": (lambda x, ref, there: x.to(there, torch.float64), False),
+    "to-ref": (lambda x, ref, there: x.to(ref), True),
+    "to-the-device-and-float32": (lambda x, ref, there: x.to(ref.device, ref.dtype), True),
+    "cast-then-move": (lambda x, ref, there: x.to(ref.dtype).to(ref.device), True),
+    "float32-moved": (lambda x, ref, there: x.float().to(there), True),
+}
+
+
+@pytest.mark.parametrize("move, works", MOVES_OF_FLOAT64.values(), ids=MOVES_OF_FLOAT64.keys())
+def test_a_simulated_apple_gpu_refuses_float64_as_a_real_one(move, works):
+    """An Apple GPU has no float64 (lesson 01): a wrong `match` that moved a float64 tensor first, then cast it,
+    passed everywhere the meta device took float64. Its stand-ins report the meta device (`ref.device`), so a move
+    there from another device is a move to the GPU; on the CUDA machine each of these works."""
+    x = torch.tensor([0.5, 1.5], dtype=torch.float64)
+    with simulated_machine(Machine("cuda", "cuda")):
+        move(x, torch.zeros(1, device="cuda"), "cuda")
+    with simulated_machine(Machine("mps", "mps")):
+        ref = torch.zeros(1, device="mps")
+        if works:
+            assert move(x, ref, "mps").dtype == torch.float32
+        else:
+            with pytest.raises(TypeError, match="MPS framework doesn't support float64"):
+                move(x, ref, "mps")
+
+
 def test_a_step_timed_with_cuda_events_and_a_side_stream_run_on_the_simulated_gpu():
     """Lesson 10 times a step with two CUDA events, lessons 07 and 08 queue work on a side stream
     (attacks-machines.toml: scaled-train-step-times-itself-with-cuda-events-as-lesson-10-does)."""
