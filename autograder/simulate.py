@@ -302,8 +302,15 @@ _MPS_FLOAT64 = ("Cannot convert a MPS Tensor to float64 dtype as the MPS framewo
                 "Please use float32 instead.")
 
 
+def _stand_in(tensor) -> bool:
+    """Whether `tensor` stands for one on the simulated accelerator: on the meta device while one is simulated (the
+    student's own meta tensors too, which no exercise makes)."""
+    return bool(_SIMULATED and _SIMULATED[-1][0]) and isinstance(tensor, torch.Tensor) \
+        and torch._C.TensorBase.device.__get__(tensor).type == "meta"
+
+
 def _refuse_generator(generator):
-    """A random tensor made or filled on the simulated accelerator with a generator of another device (a CPU
+    """A random tensor drawn on the simulated accelerator with a generator of another device (a CPU
     `torch.Generator()` for a CUDA weight): PyTorch checks the generator's device type against the tensor's."""
     kind = _SIMULATED[-1][0]
     if isinstance(generator, torch.Generator) and generator.device.type != kind:
@@ -311,8 +318,8 @@ def _refuse_generator(generator):
 
 
 def _refuse_float64(made):
-    """`made`, a stand-in for a tensor on the simulated accelerator; an Apple GPU has no float64."""
-    if _SIMULATED[-1][0] == "mps" and torch._C.TensorBase.dtype.__get__(made) == torch.float64:
+    """`made`, where it stands for a tensor on a simulated Apple GPU, which has no float64."""
+    if _stand_in(made) and _SIMULATED[-1][0] == "mps" and torch._C.TensorBase.dtype.__get__(made) == torch.float64:
         raise TypeError(_MPS_FLOAT64)
     return made
 
@@ -339,9 +346,11 @@ def _made_on_meta(real):
     @functools.wraps(real)
     def factory(*args, **kwargs):
         if _on_the_accelerator(kwargs.get("device")):
+            kwargs = {**kwargs, "device": "meta"}
+        tensor = made(*args, **kwargs)
+        if _stand_in(tensor):  # `device=ref.device` of a stand-in, `randn_like(stand_in)`, `stand_in.new_tensor(...)`
             _refuse_generator(kwargs.get("generator"))
-            return _refuse_float64(made(*args, **{**kwargs, "device": "meta"}))
-        return made(*args, **kwargs)
+        return _refuse_float64(tensor)
 
     return factory
 
@@ -362,16 +371,18 @@ def target_of_to(args, kwargs) -> tuple:
 
 def _to(tensor, *args, **kwargs):
     """`Tensor.to`: a move to the simulated accelerator (`torch.zeros(1).to("cuda")`, to check it works) is a move to
-    the meta device, as a factory's tensor made there is (`_made_on_meta`). So is a move to the meta device itself
-    from another (`x.to(ref.device)`, where `ref` is a stand-in): an Apple GPU refuses float64 either way."""
+    the meta device, as a factory's tensor made there is (`_made_on_meta`). An Apple GPU refuses float64 there, and
+    so on a stand-in (`x.to(ref.device)`, `ref.to(torch.float64)`)."""
     target, dtype = target_of_to(args, kwargs)
     if _on_the_accelerator(target):
         return _refuse_float64(_REAL_TO(tensor, device="meta", dtype=dtype or torch._C.TensorBase.dtype.__get__(tensor),
                                         copy=kwargs.get("copy", False)))
-    moved = _REAL_TO(tensor, *args, **kwargs)
-    if target is not None and target.type == "meta" and torch._C.TensorBase.device.__get__(tensor).type != "meta":
-        _refuse_float64(moved)
-    return moved
+    return _refuse_float64(_REAL_TO(tensor, *args, **kwargs))
+
+
+def _double(tensor, *args, **kwargs):
+    """`Tensor.double`, as `_to` to float64."""
+    return _refuse_float64(_REAL_DOUBLE(tensor, *args, **kwargs))
 
 
 def _cuda(tensor, device=None, non_blocking=False, memory_format=torch.preserve_format):
@@ -398,35 +409,39 @@ def _pin_memory(tensor, *args, **kwargs):
     return pinned
 
 
-def _filled_on_meta(real):
-    """`real`, an in-place random fill (`normal_`, and so most of `torch.nn.init`), where a stand-in for a tensor on
-    the simulated accelerator is filled with a generator of another device: refused, as the accelerator refuses it."""
+def _drawn_on_meta(real):
+    """`real`, a random fill in place (`normal_`, and so most of `torch.nn.init`) or a draw from a tensor
+    (`torch.bernoulli`, `torch.multinomial`), where a stand-in is drawn on with a generator of another device:
+    refused, as the accelerator refuses it."""
     try:
         signature = inspect.signature(real)  # torch.nn.init's, whose generator may come by position
-    except (TypeError, ValueError):  # a Tensor method's: keyword only
+    except (TypeError, ValueError):  # PyTorch's own: keyword only
         signature = None
 
     @functools.wraps(real)
-    def fill(tensor, *args, **kwargs):
-        if torch._C.TensorBase.device.__get__(tensor).type == "meta":
+    def draw(tensor, *args, **kwargs):
+        if _stand_in(tensor):
             generator = kwargs.get("generator")
             with contextlib.suppress(TypeError):  # the call's own error, raised by `real`
                 generator = signature.bind(tensor, *args, **kwargs).arguments.get("generator") if signature else generator
             _refuse_generator(generator)
         return real(tensor, *args, **kwargs)
 
-    return fill
+    return draw
 
 
 # and those of torch.nn.init that skip a meta tensor before they draw: the one they call (`trunc_normal_`'s, so a
 # name the student bound before the simulation is caught too), or their own
-_RANDOM_FILLS = [*(f"torch.Tensor.{name}" for name in ("normal_", "uniform_", "random_", "bernoulli_", "exponential_",
-                                                       "geometric_", "log_normal_", "cauchy_")),
-                 "torch.nn.init._no_grad_trunc_normal_", "torch.nn.init.orthogonal_", "torch.nn.init.sparse_"]
+_DRAWS = [*(f"torch.Tensor.{name}" for name in ("normal_", "uniform_", "random_", "bernoulli_", "exponential_",
+                                                "geometric_", "log_normal_", "cauchy_", "bernoulli", "multinomial")),
+          "torch.bernoulli", "torch.multinomial", "torch.poisson",
+          "torch.nn.init._no_grad_trunc_normal_", "torch.nn.init.orthogonal_", "torch.nn.init.sparse_"]
 _REAL_TO = torch.Tensor.to
+_REAL_DOUBLE = torch.Tensor.double
 # what an accelerator's simulation patches besides its answers (no simulation of a machine without one does)
 _ON_AN_ACCELERATOR = {**{target: _made_on_meta(pkgutil.resolve_name(target)) for target in _FACTORIES},
-                      **{target: _filled_on_meta(pkgutil.resolve_name(target)) for target in _RANDOM_FILLS},
+                      **{target: _drawn_on_meta(pkgutil.resolve_name(target)) for target in _DRAWS},
+                      "torch.Tensor.double": _double,
                       "torch.Tensor.to": _to, "torch.Tensor.cuda": _cuda}
 # the real one (functools.lru_cache: what it answered before is not the machine's)
 _MPS_IS_AVAILABLE = torch.backends.mps.is_available

@@ -57,6 +57,7 @@ import stat
 import struct
 import sys
 import tempfile
+import threading
 import time
 
 import torch
@@ -346,17 +347,25 @@ def _released_cell(shell, loop, released, cells, index, bound, timeout, tells):
     the `x` a visible test made, then defined `match`, passed validate and lost its test in the verdict). In a fork
     that goes on as the program (it tells the parent on `tells`) if the cell ends, with an error too, as the kernel
     goes on; where it ends its process (a body that does so only in the verdict) or runs past its limit, this
-    process goes on without the cell, and the later tests are judged as before. Returns in the process that goes on."""
+    process goes on without the cell, and the later tests are judged as before. Returns in the process that goes on.
+    A fork keeps none of the student's threads (a `ThreadPool`, a worker on a queue, that a later cell uses), so a
+    program that has any runs the cell here, where a body that ends the program or runs on loses only the student's
+    own later tests."""
+
+    def run():
+        with simulated_machine(STUDENTS_MACHINE):
+            _program_cell(shell, loop, {"kind": "trusted", "source": released}, cells, index, bound, timeout)
+
     if not released.strip():
         return
+    if threading.active_count() > 1:
+        return run()
     ended, ends = os.pipe()
     child = _fork()
     if child == 0:
         os.close(ended)
         _one_thread()
-        _thread_pools_restarted()
-        with simulated_machine(STUDENTS_MACHINE):
-            _program_cell(shell, loop, {"kind": "trusted", "source": released}, cells, index, bound, timeout)
+        run()
         _tell(ends, b"k")
         os.close(ends)
         return
@@ -553,8 +562,6 @@ def _thread_pools_restarted():
     """In a caller, forked from the program: the student's thread pools start their workers again. A fork keeps
     none of a process's threads, and a `ThreadPoolExecutor` a cell had used counted its dead workers as idle and
     waited for them forever (a right `move_batch` that moved tensors on a pool of its own timed out)."""
-    import threading
-
     pools = sys.modules.get("concurrent.futures.thread")
     if pools is None:  # no cell made a thread pool
         return

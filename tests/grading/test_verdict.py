@@ -157,6 +157,25 @@ def test_a_test_cell_as_released_costs_the_later_tests_nothing(then):
     assert (records["test_double"]["passed"], records["test_quadruple"]["passed"]) == (True, True), records
 
 
+THREADS_OF_THE_PROGRAM = {  # started in double's cell, used by quadruple's after the first test
+    "thread-pool": ("from multiprocessing.pool import ThreadPool\nPOOL = ThreadPool(2)\n",
+                    "FACTOR = sum(POOL.map(int, ['2', '2']))\n"),
+    "worker-on-a-queue": ("import threading, queue\nJOBS, DONE = queue.Queue(), queue.Queue()\n"
+                          "def _work():\n    while True:\n        DONE.put(JOBS.get() * 2)\n"
+                          "threading.Thread(target=_work, daemon=True).start()\n", "JOBS.put(2)\nFACTOR = DONE.get()\n"),
+}
+
+
+@pytest.mark.parametrize("started, used", THREADS_OF_THE_PROGRAM.values(), ids=THREADS_OF_THE_PROGRAM.keys())
+def test_a_thread_the_program_started_still_works_after_a_test_cell_as_released(started, used):
+    """A fork keeps none of a process's threads: where the program went on as the fork that ran a test cell as
+    released, a later cell that used a pool or worker thread of an earlier one waited out its limit, and its function
+    was never defined (the attacker of this design). A program with threads runs the released cell in place."""
+    records = double_then_quadruple(started + "def double(x):\n    return 2 * x",
+                                    used + "def quadruple(x):\n    return FACTOR * x", timeout=5)
+    assert (records["test_double"]["passed"], records["test_quadruple"]["passed"]) == (True, True), records
+
+
 def test_an_error_the_students_function_raised_in_the_grader_shows_its_message_and_line():
     answer = ("def double(x):\n    if x.requires_grad:\n        return 2 * x\n"
               "    raise TypeError('double wants a tensor that requires grad')")

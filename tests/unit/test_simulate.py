@@ -294,6 +294,10 @@ DRAWN_WITH_A_CPU_GENERATOR = {
     "nn.init-trunc-normal": lambda d: torch.nn.init.trunc_normal_(torch.empty(3, device=d), generator=CPU_GENERATOR),
     "nn.init-orthogonal-by-position": lambda d: torch.nn.init.orthogonal_(torch.empty(3, 3, device=d), 1.0,
                                                                           CPU_GENERATOR),
+    # found by the attacker of the first version, which checked only a factory's `device=`
+    "randn_like": lambda d: torch.randn_like(torch.empty(3, device=d), generator=CPU_GENERATOR),
+    "bernoulli": lambda d: torch.bernoulli(torch.full((3,), 0.5, device=d), generator=CPU_GENERATOR),
+    "multinomial": lambda d: torch.ones(3, device=d).multinomial(2, generator=CPU_GENERATOR),
 }
 
 
@@ -319,6 +323,11 @@ MOVES_OF_FLOAT64 = {  # of a float64 tensor `x` to the device `there`, where `re
     "to-the-device-and-float32": (lambda x, ref, there: x.to(ref.device, ref.dtype), True),
     "cast-then-move": (lambda x, ref, there: x.to(ref.dtype).to(ref.device), True),
     "float32-moved": (lambda x, ref, there: x.float().to(there), True),
+    # found by the attacker of the first version, which checked only moves from another device
+    "as-tensor-on-the-stand-ins-device": (lambda x, ref, there: torch.as_tensor(x, device=ref.device), False),
+    "empty-like-in-float64": (lambda x, ref, there: torch.empty_like(ref, dtype=torch.float64), False),
+    "stand-in-to-float64": (lambda x, ref, there: ref.to(torch.float64), False),
+    "stand-in-double": (lambda x, ref, there: ref.double(), False),
 }
 
 
