@@ -149,7 +149,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
             if result.pop("never_reached", False):  # see REACHED: every later test is lost at once, not after its limit
                 running.kill()
             if sandboxed:
-                _end_stragglers(spared)
+                _end_stragglers(spared, running.group)
             _send(start, b"e")  # the test has ended: the program runs its cell as released (_released_cell)
             for again in glob.glob(os.path.join(root, "again-*")):  # where this test's caller ran cells again
                 shutil.rmtree(again, ignore_errors=True)
@@ -282,6 +282,8 @@ def _program(cells, go, tells, timeout, root):
                 writer, ask, clock = ends
                 names = student_names(shell.user_ns, bound)
                 caller = _fork()
+                with contextlib.suppress(OSError):  # as the caller does itself (_caller), whichever runs first
+                    os.setpgid(caller, caller)
                 if caller == 0:
                     again = [cell for cell in cells[:index] if cell.get("again")]
                     _caller(started, shell.user_ns, writer, ask, names, again, clock)  # never returns
@@ -350,7 +352,9 @@ def _released_cell(shell, loop, released, cells, index, bound, timeout, tells):
     process goes on without the cell, and the later tests are judged as before. Returns in the process that goes on.
     A fork keeps none of the student's threads (a `ThreadPool`, a worker on a queue, that a later cell uses), so a
     program that has any runs the cell here, where a body that ends the program or runs on loses only the student's
-    own later tests."""
+    own later tests. So does a program with processes of its own (DataLoader workers, a `subprocess`): they are the
+    children of this process, not of a fork (a right answer's helper process seemed to have ended, and a
+    DataLoader's workers end once the process that started them has)."""
 
     def run():
         with simulated_machine(STUDENTS_MACHINE):
@@ -358,7 +362,7 @@ def _released_cell(shell, loop, released, cells, index, bound, timeout, tells):
 
     if not released.strip():
         return
-    if threading.active_count() > 1:
+    if threading.active_count() > 1 or _children(os.getpid()):
         return run()
     ended, ends = os.pipe()
     child = _fork()
@@ -398,6 +402,9 @@ def _caller(started, namespace, writer, asks, names, again=(), clock=None):
     is judged on its own. `again`: the student's cells before the test that program.OnEachMachine runs again on
     another machine. Never returns."""
     try:
+        # a group of its own: what the test's calls start is ended with the test (_end_stragglers), what the program's
+        # cells started is the program's, as in the kernel (a right answer's DataLoader with persistent workers)
+        os.setpgid(0, 0)
         _only_descriptors([writer, asks, *([] if clock is None else [clock]), *_students_files()])
         _one_thread()
         _thread_pools_restarted()
@@ -702,8 +709,39 @@ class _Running:
                 self.spared.add(pid)
 
     def kill(self):
+        """End the program, what its cells started, and each caller with what its calls started (a group of its own,
+        _caller): the program's group is stopped first, so that it forks no caller while they are found."""
+        with contextlib.suppress(OSError):
+            os.killpg(self.group, signal.SIGSTOP)
+        for caller in _callers(self.group):
+            _kill(caller)
         _kill(self.group)
         _kill(self.pid)
+
+
+def _callers(group) -> list[int]:
+    """The leaders of the groups that processes of `group` forked (the program's callers): found by their parent, so
+    that no other group is ended, without the sandbox too."""
+    found = []
+    for pid in _processes():
+        _, parent, leader = _stat(pid)
+        if leader == pid and _group(parent) == group != pid:
+            found.append(pid)
+    return found
+
+
+def _children(pid) -> list[int]:
+    return [child for child in _processes() if (stat := _stat(child))[1] == pid and stat[0] not in ("", "Z")]
+
+
+def _stat(pid) -> tuple[str, int, int]:
+    """A process's state, parent and group, from /proc; ("", 0, 0) for one that has ended."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            state, parent, group = stat.read().rpartition(")")[2].split()[:3]
+        return state, int(parent), int(group)
+    except (OSError, ValueError):
+        return "", 0, 0
 
 
 def _group(pid) -> int | None:
@@ -717,15 +755,20 @@ def _processes() -> set[int]:
     return {int(entry) for entry in os.listdir("/proc") if entry.isdigit()}
 
 
-def _end_stragglers(spared):
-    """Kill what a test left running (a caller, what the student's code started), so that it cannot touch
-    the next test. Only in the sandbox, whose PID namespace holds nothing else: the `spared` processes
-    were there before any test (its init, the holder a forked verdict joined, this process, the program)."""
-    for pid in _processes() - spared:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+def _end_stragglers(spared, group):
+    """Kill what a test left running (its caller, what the student's calls started), so that it cannot touch the
+    next test; what the program's cells started (the program's `group`) runs on, as in the kernel. Only in the
+    sandbox, whose PID namespace holds nothing else: the `spared` processes were there before any test (its init,
+    the holder a forked verdict joined, this process, the program). A process of the caller's that joins the
+    program's group runs on too, as one the program started: it holds only its caller's pipes, whose judge has
+    ended, and can change only the student's own later tests, as the program can."""
+    for _ in range(100):  # again while processes forked during the last pass are found
+        found = [pid for pid in _processes() - spared if (stat := _stat(pid))[0] not in ("", "Z") and stat[2] != group]
+        if not found:
+            break
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
     while True:
         try:
             if os.waitpid(-1, os.WNOHANG) == (0, 0):

@@ -176,6 +176,41 @@ def test_a_thread_the_program_started_still_works_after_a_test_cell_as_released(
     assert (records["test_double"]["passed"], records["test_quadruple"]["passed"]) == (True, True), records
 
 
+PROCESSES_OF_THE_PROGRAM = {  # started in double's cell, used by quadruple's after the first test
+    "dataloader-persistent-workers": ("from torch.utils.data import DataLoader, TensorDataset\n"
+                                      "LOADER = DataLoader(TensorDataset(torch.ones(4)), batch_size=2, num_workers=1,"
+                                      " persistent_workers=True)\nprint(sum(len(batch) for batch, in LOADER))\n",
+                                      "FACTOR = sum(len(batch) for batch, in LOADER)\n"),
+    "subprocess": ("import subprocess, sys\nHELPER = subprocess.Popen([sys.executable, '-c', 'input()'],"
+                   " stdin=subprocess.PIPE)\n", "assert HELPER.poll() is None, HELPER.returncode\nFACTOR = 4\n"),
+}
+
+
+@pytest.mark.parametrize("started, used", PROCESSES_OF_THE_PROGRAM.values(), ids=PROCESSES_OF_THE_PROGRAM.keys())
+def test_a_process_the_programs_cells_started_runs_on_past_a_test_as_in_the_kernel(started, used):
+    """What a test's calls started is ended with the test; what the student's cells started is the program's, as
+    in their kernel (DataLoader workers the grader ended after the first test ended the program, and every later
+    test was lost)."""
+    records = double_then_quadruple(started + "def double(x):\n    return 2 * x",
+                                    used + "def quadruple(x):\n    return FACTOR * x", timeout=10)
+    assert (records["test_double"]["passed"], records["test_quadruple"]["passed"]) == (True, True), records
+
+
+@pytest.mark.parametrize("leaves", ["", "os.setsid()\n"], ids=["in-its-callers-group", "in-a-session-of-its-own"])
+def test_what_a_tests_call_left_running_is_ended_with_its_test(leaves):
+    """A process a call started writes a file after the test; the next test's call looks for it. Only the hidden
+    part calls double, so that no released cell starts one in the program."""
+    double = ("import os, time\ndef double(x):\n    if os.fork() == 0:\n"
+              + "".join("        " + line + "\n" for line in (leaves + "time.sleep(1)\nopen('late', 'w').close()\n"
+                                                                 "os._exit(0)").splitlines())
+              + "    return 2 * x")
+    quadruple = "import os, time\ndef quadruple(x):\n    time.sleep(2)\n    return (3 if os.path.exists('late') else 4) * x"
+    records = double_then_quadruple(double, quadruple, visible="from autograder import checks\nx = torch.randn(3)\n",
+                                    hidden="checks.assert_values(checks.call('double(x)', double, x), 2 * x, 'double(x)')",
+                                    timeout=10)
+    assert (records["test_double"]["passed"], records["test_quadruple"]["passed"]) == (True, True), records
+
+
 def test_an_error_the_students_function_raised_in_the_grader_shows_its_message_and_line():
     answer = ("def double(x):\n    if x.requires_grad:\n        return 2 * x\n"
               "    raise TypeError('double wants a tensor that requires grad')")
@@ -235,6 +270,30 @@ def test_a_verdict_without_the_sandbox_leaves_no_folder_of_the_program_behind():
     records = decided(answer, test=ON_EACH_MACHINE, config=Config({"Sandbox": {"enabled": False}}))
     assert records["double0"]["passed"] is True
     assert list(Path("/tmp").glob(f"verdict-*/*/{mine}")) == []
+
+
+def test_a_verdict_without_the_sandbox_leaves_no_process_of_the_students_behind():
+    """`course grade --no-sandbox`: a call that runs on past the last test's limit, and a process it started, are
+    ended with the verdict (each caller is a process group of its own, which ending the program no longer ends).
+    They write their pids where Landlock lets the program write."""
+    pids = Path("/dev/shm") / f"pids-{uuid4().hex}"
+    answer = ("import os, time\ndef double(x):\n    os.fork()\n"
+              f"    open({str(pids)!r}, 'a').write(f'{{os.getpid()}}\\n')\n"
+              + "\n".join("    " + line for line in RUNS_ON.splitlines()))
+    records = decided(answer, timeout=2, config=Config({"Sandbox": {"enabled": False}}))
+    assert records["double0"].get("key") == "timed_out"
+    started = [int(pid) for pid in pids.read_text().split()]
+    pids.unlink()
+    assert len(started) == 2
+    time.sleep(0.5)  # for the last SIGKILL to land
+    assert [pid for pid in started if _runs(pid)] == []
+
+
+def _runs(pid) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 @pytest.mark.parametrize("assignment", sorted(path.name for path in (classroom.ROOT / "source").iterdir() if path.is_dir()))
