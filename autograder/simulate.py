@@ -309,12 +309,66 @@ def _stand_in(tensor) -> bool:
         and torch._C.TensorBase.device.__get__(tensor).type == "meta"
 
 
-def _refuse_generator(generator):
-    """A random tensor drawn on the simulated accelerator with a generator of another device (a CPU
-    `torch.Generator()` for a CUDA weight): PyTorch checks the generator's device type against the tensor's."""
-    kind = _SIMULATED[-1][0]
-    if isinstance(generator, torch.Generator) and generator.device.type != kind:
-        raise RuntimeError(f"Expected a '{kind}' device type for generator but found '{generator.device.type}'")
+def _drawn_on(tensor) -> str:
+    """The device type `tensor` is drawn on: the simulated accelerator's for a stand-in."""
+    return _SIMULATED[-1][0] if _stand_in(tensor) else torch._C.TensorBase.device.__get__(tensor).type
+
+
+def _refuse_generator(generator, drawn_on):
+    """A random tensor drawn on the device type `drawn_on` with a generator of another device (a CPU
+    `torch.Generator()` for a CUDA weight, a generator on the simulated GPU for a CPU one): PyTorch checks the
+    generator's device type against the tensor's."""
+    if isinstance(generator, _REAL_GENERATOR) and generator.device.type != drawn_on:
+        raise RuntimeError(f"Expected a '{drawn_on}' device type for generator but found '{generator.device.type}'")
+
+
+_REAL_GENERATOR = torch.Generator
+
+
+class _SimulatedGenerator(_REAL_GENERATOR):
+    """A generator on the simulated accelerator (`torch.Generator(device="cuda")`): a CPU one underneath, whose state
+    the meta device's draws leave as it was, that tells the accelerator's device, as PyTorch's checks read it."""
+
+    def __new__(cls, device):
+        generator = super().__new__(cls, "cpu")
+        generator._device = device
+        return generator
+
+    @property
+    def device(self):
+        return self._device
+
+    def __reduce__(self):  # copied (a caller's pristine namespace) or pickled, it is one of these still
+        return type(self), (self._device,), super().__reduce__()[2]
+
+
+class _AnyGenerator(type(_REAL_GENERATOR)):
+    def __instancecheck__(cls, instance):  # PyTorch's own generators, made before the simulation too
+        return isinstance(instance, _REAL_GENERATOR)
+
+    def __subclasscheck__(cls, subclass):
+        return issubclass(subclass, _REAL_GENERATOR)
+
+
+class _Generator(_REAL_GENERATOR, metaclass=_AnyGenerator):
+    """`torch.Generator` on a simulated machine: one on its accelerator is `_SimulatedGenerator` (a right `make_weight`
+    that draws with a generator of the device it draws on), one on an accelerator it lacks is refused with PyTorch's
+    message, whatever the grader has."""
+
+    def __new__(cls, device="cpu"):
+        device = torch.device(device)
+        if _on_the_accelerator(device):
+            return _SimulatedGenerator(torch.device(device.type, device.index or 0))
+        kind, built = _SIMULATED[-1] if _SIMULATED else (None, None)
+        if device.type == kind:
+            raise RuntimeError(f"{kind.upper()} error: invalid device ordinal")
+        if device.type == "cuda":
+            raise RuntimeError("Found no NVIDIA driver on your system." if built == "cuda" else
+                               "Cannot get CUDA generator without ATen_cuda library. PyTorch splits its backend into "
+                               "two shared libraries: a CPU library and a CUDA library")
+        if device.type == "mps":
+            raise RuntimeError("Cannot execute getNewGenerator() without MPS backend.")
+        return _REAL_GENERATOR(device)
 
 
 def _refuse_float64(made):
@@ -348,8 +402,8 @@ def _made_on_meta(real):
         if _on_the_accelerator(kwargs.get("device")):
             kwargs = {**kwargs, "device": "meta"}
         tensor = made(*args, **kwargs)
-        if _stand_in(tensor):  # `device=ref.device` of a stand-in, `randn_like(stand_in)`, `stand_in.new_tensor(...)`
-            _refuse_generator(kwargs.get("generator"))
+        if isinstance(tensor, torch.Tensor):  # `device=ref.device` of a stand-in, `randn_like(stand_in)`, ...
+            _refuse_generator(kwargs.get("generator"), _drawn_on(tensor))
         return _refuse_float64(tensor)
 
     return factory
@@ -420,11 +474,11 @@ def _drawn_on_meta(real):
 
     @functools.wraps(real)
     def draw(tensor, *args, **kwargs):
-        if _stand_in(tensor):
+        if isinstance(tensor, torch.Tensor):
             generator = kwargs.get("generator")
             with contextlib.suppress(TypeError):  # the call's own error, raised by `real`
                 generator = signature.bind(tensor, *args, **kwargs).arguments.get("generator") if signature else generator
-            _refuse_generator(generator)
+            _refuse_generator(generator, _drawn_on(tensor))
         return real(tensor, *args, **kwargs)
 
     return draw
@@ -491,6 +545,7 @@ def simulated_accelerator(kind, built=None):
                          f"not {kind!r} and {built!r}")
     with ExitStack() as stack:
         for target, replacement in [*_REPLACEMENTS.items(), ("torch.Tensor.pin_memory", _pin_memory),
+                                    ("torch.Generator", _Generator),
                                     *(_ON_AN_ACCELERATOR.items() if kind else ())]:
             stack.enter_context(mock.patch(target, replacement, create=True))
         stack.enter_context(mock.patch("torch._C._has_cuda", built == "cuda", create=True))

@@ -1,6 +1,11 @@
 """The simulated machines behave as real PyTorch does on such a machine, through every API."""
+import copy
+
 import pytest
 import torch
+# as every grading kernel and verdict has it before any machine is simulated (PRELOADED, course/kernels/forkserver.py):
+# a meta tensor's random fill imports it, and its import fails on the CPU build while a CUDA machine is simulated
+import torch._dynamo  # noqa: F401
 
 from autograder.simulate import MACHINES, Machine, questions, simulated_accelerator, simulated_machine
 
@@ -285,34 +290,64 @@ def test_a_tensor_made_on_the_simulated_accelerator_is_made_on_meta(make, machin
 
 
 CPU_GENERATOR = torch.Generator().manual_seed(0)
-# each way a student may draw random values on the device with a generator of their own, made on the CPU
-DRAWN_WITH_A_CPU_GENERATOR = {
-    "factory": lambda d: torch.randn(3, device=d, generator=CPU_GENERATOR),
-    "randint": lambda d: torch.randint(0, 5, (3,), device=d, generator=CPU_GENERATOR),
-    "in-place": lambda d: torch.empty(3, device=d).normal_(generator=CPU_GENERATOR),
-    "nn.init": lambda d: torch.nn.init.kaiming_uniform_(torch.empty(3, 3, device=d), generator=CPU_GENERATOR),
-    "nn.init-trunc-normal": lambda d: torch.nn.init.trunc_normal_(torch.empty(3, device=d), generator=CPU_GENERATOR),
-    "nn.init-orthogonal-by-position": lambda d: torch.nn.init.orthogonal_(torch.empty(3, 3, device=d), 1.0,
-                                                                          CPU_GENERATOR),
+# each way a student may draw random values on device `d` with a generator `g` of their own
+DRAWN_WITH = {
+    "factory": lambda d, g: torch.randn(3, device=d, generator=g),
+    "randint": lambda d, g: torch.randint(0, 5, (3,), device=d, generator=g),
+    "in-place": lambda d, g: torch.empty(3, device=d).normal_(generator=g),
+    "nn.init": lambda d, g: torch.nn.init.kaiming_uniform_(torch.empty(3, 3, device=d), generator=g),
+    "nn.init-trunc-normal": lambda d, g: torch.nn.init.trunc_normal_(torch.empty(3, device=d), generator=g),
+    "nn.init-orthogonal-by-position": lambda d, g: torch.nn.init.orthogonal_(torch.empty(3, 3, device=d), 1.0, g),
     # found by the attacker of the first version, which checked only a factory's `device=`
-    "randn_like": lambda d: torch.randn_like(torch.empty(3, device=d), generator=CPU_GENERATOR),
-    "bernoulli": lambda d: torch.bernoulli(torch.full((3,), 0.5, device=d), generator=CPU_GENERATOR),
-    "multinomial": lambda d: torch.ones(3, device=d).multinomial(2, generator=CPU_GENERATOR),
+    "randn_like": lambda d, g: torch.randn_like(torch.empty(3, device=d), generator=g),
+    "bernoulli": lambda d, g: torch.bernoulli(torch.full((3,), 0.5, device=d), generator=g),
+    "multinomial": lambda d, g: torch.ones(3, device=d).multinomial(2, generator=g),
 }
+ACCELERATORS = [Machine("cuda", "cuda"), Machine("mps", "mps")]
 
 
-@pytest.mark.parametrize("draw", DRAWN_WITH_A_CPU_GENERATOR.values(), ids=DRAWN_WITH_A_CPU_GENERATOR.keys())
-@pytest.mark.parametrize("machine", [Machine("cuda", "cuda"), Machine("mps", "mps")], ids=str)
+@pytest.mark.parametrize("draw", DRAWN_WITH.values(), ids=DRAWN_WITH.keys())
+@pytest.mark.parametrize("machine", ACCELERATORS, ids=str)
 def test_a_simulated_accelerator_refuses_a_generator_of_another_device_as_a_real_one(draw, machine):
     """A GPU draws a tensor's values with a generator of its own device (a wrong make_weight passed on the CPU and
     meta, and raised on CUDA); drawn on the CPU and moved, or with the global generator, it works there."""
     with simulated_machine(machine), pytest.raises(RuntimeError, match=f"Expected a '{machine.present}' device type "
                                                                        "for generator but found 'cpu'"):
-        draw(machine.present)
+        draw(machine.present, CPU_GENERATOR)
     with simulated_machine(machine):
         assert torch.randn(3, generator=CPU_GENERATOR).to(machine.present).device.type == "meta"
         assert torch.randn(3, device=machine.present).device.type == "meta"
-        assert draw("cpu").device.type == "cpu"
+        assert draw("cpu", CPU_GENERATOR).device.type == "cpu"
+
+
+@pytest.mark.parametrize("draw", DRAWN_WITH.values(), ids=DRAWN_WITH.keys())
+@pytest.mark.parametrize("machine", ACCELERATORS, ids=str)
+def test_a_generator_made_on_the_simulated_accelerator_draws_there_and_only_there(draw, machine):
+    """`torch.Generator(device=device)`, as a right make_weight may draw on the device it was given: a real GPU
+    takes it (the simulation refused it as a grader without that GPU does), and refuses it for a CPU tensor."""
+    with simulated_machine(machine):
+        generator = torch.Generator(device=machine.present).manual_seed(0)
+        assert isinstance(generator, torch.Generator) and isinstance(CPU_GENERATOR, torch.Generator)
+        assert generator.device == torch.device(machine.present, 0)
+        assert copy.deepcopy(generator).device == generator.device  # a caller's pristine copy of the namespace
+        assert draw(machine.present, generator).device.type == "meta"
+        with pytest.raises(RuntimeError, match=f"Expected a 'cpu' device type for generator but found "
+                                               f"'{machine.present}'"):
+            draw("cpu", generator)
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=str)
+@pytest.mark.parametrize("kind", ["cuda", "mps"])
+def test_a_generator_on_an_accelerator_the_simulated_machine_lacks_is_refused(machine, kind):
+    """Whatever the grader has: a GPU grader without the sandbox made one, where the student's machine could not."""
+    with simulated_machine(machine):
+        if kind == machine.present:
+            assert torch.Generator(kind).device.type == kind
+            assert torch.Generator(torch.device(kind)).device.type == kind
+        else:
+            with pytest.raises(RuntimeError):
+                torch.Generator(device=kind)
+        assert torch.Generator().device.type == "cpu"
 
 
 MOVES_OF_FLOAT64 = {  # of a float64 tensor `x` to the device `there`, where `ref` is a float32 tensor
