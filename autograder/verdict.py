@@ -276,9 +276,8 @@ def _program(cells, go, tells, timeout, root):
                 if started is None:
                     break
                 if started.get("imports"):  # bound as the kernel binds them, for this caller and every later cell
-                    with simulated_machine(STUDENTS_MACHINE):
-                        _program_cell(shell, loop, {"kind": "trusted", "source": started["imports"]}, cells, index,
-                                      bound, timeout)
+                    _program_cell(shell, loop, {"kind": "trusted", "source": started["imports"]}, cells, index, bound,
+                                  timeout)
                 writer, ask, clock = ends
                 names = student_names(shell.user_ns, bound)
                 caller = _fork()
@@ -295,10 +294,7 @@ def _program(cells, go, tells, timeout, root):
                 _kill(caller)
                 _released_cell(shell, loop, started["released"], cells, index, bound, timeout, tells)
                 continue
-            # every cell runs on the students' machine, the instructor's too (none asks about the machine): a student's
-            # input transformer, event hook or audit hook runs around it, and so does what reads the student's names
-            with simulated_machine(STUDENTS_MACHINE):
-                _program_cell(shell, loop, cell, cells, index, bound, timeout)
+            _program_cell(shell, loop, cell, cells, index, bound, timeout)
         while go.recv(1):  # the last caller's parent until the verdict ends
             pass
     finally:
@@ -307,27 +303,31 @@ def _program(cells, go, tells, timeout, root):
 
 def _program_cell(shell, loop, cell, cells, index, bound, timeout):
     """Run the program's cell `index` as the kernel did; for a student's cell, note what it takes to make it again
-    on another machine (program.mark_again)."""
-    before, asked = dict(shell.user_ns), questions()
-    plain = program.plain_values(shell.user_ns) if cell["kind"] == "student" else {}
-    files = program.listed_files() if cell["kind"] == "student" else None
-    signal.alarm(timeout)  # as the kernel's cell timeout interrupts a cell
-    try:
-        program.run_cell(shell, loop, cell["source"])
-    except BaseException:  # noqa: BLE001: an interrupt between two statements of the shell
-        pass
-    finally:
-        signal.alarm(0)
-    changed = {name: value for name, value in shell.user_ns.items() if before.get(name, program.MISSING) is not value}
-    if cell["kind"] == "trusted":  # what the instructor's cells bind is not the student's
-        bound.update(changed)
-        return
-    mentioned, assigned = program.cell_names(shell, cell["source"])
-    made, wrote, read = program.touched(files)  # a file passes data on as a name does: "file " + its path
-    cell.update(plain=plain, made=made, mentioned=mentioned | {f"file {path}" for path in read},
-                bound=assigned | set(changed) | {f"file {path}" for path in wrote},
-                again=questions() != asked or any(callable(value) for value in changed.values()))
-    program.mark_again([each for each in cells[:index + 1] if each["kind"] == "student"], shell.user_ns)
+    on another machine (program.mark_again). On the students' machine, the instructor's cells too (none asks about
+    the machine): a student's input transformer, event hook or audit hook runs around them, and so does what reads
+    the student's names."""
+    with simulated_machine(STUDENTS_MACHINE):
+        before, asked = dict(shell.user_ns), questions()
+        plain = program.plain_values(shell.user_ns) if cell["kind"] == "student" else {}
+        files = program.listed_files() if cell["kind"] == "student" else None
+        signal.alarm(timeout)  # as the kernel's cell timeout interrupts a cell
+        try:
+            program.run_cell(shell, loop, cell["source"])
+        except BaseException:  # noqa: BLE001: an interrupt between two statements of the shell
+            pass
+        finally:
+            signal.alarm(0)
+        changed = {name: value for name, value in shell.user_ns.items()
+                   if before.get(name, program.MISSING) is not value}
+        if cell["kind"] == "trusted":  # what the instructor's cells bind is not the student's
+            bound.update(changed)
+            return
+        mentioned, assigned = program.cell_names(shell, cell["source"])
+        made, wrote, read = program.touched(files)  # a file passes data on as a name does: "file " + its path
+        cell.update(plain=plain, made=made, mentioned=mentioned | {f"file {path}" for path in read},
+                    bound=assigned | set(changed) | {f"file {path}" for path in wrote},
+                    again=questions() != asked or any(callable(value) for value in changed.values()))
+        program.mark_again([each for each in cells[:index + 1] if each["kind"] == "student"], shell.user_ns)
 
 
 def _started(go) -> tuple[dict | None, list[int]]:
@@ -357,8 +357,7 @@ def _released_cell(shell, loop, released, cells, index, bound, timeout, tells):
     DataLoader's workers end once the process that started them has)."""
 
     def run():
-        with simulated_machine(STUDENTS_MACHINE):
-            _program_cell(shell, loop, {"kind": "trusted", "source": released}, cells, index, bound, timeout)
+        _program_cell(shell, loop, {"kind": "trusted", "source": released}, cells, index, bound, timeout)
 
     if not released.strip():
         return
