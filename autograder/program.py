@@ -250,6 +250,12 @@ def new_shell(namespace=None):
     return Shell.instance(config=config, user_ns=namespace)  # None: IPython's own, whose __name__ is "__main__"
 
 
+def the_shell_again(shell):
+    """`shell` IPython's instance again (`get_ipython()`), where cells ran again in a shell of their own (ran_again)."""
+    for owner in type(shell)._walk_mro():
+        owner._instance = shell
+
+
 MISSING = object()
 
 
@@ -294,6 +300,13 @@ class OnEachMachine(dict):
             self._work_on(machine)
         defined = self.machines[machine][0] if machine in self.machines else {}
         return defined[name] if name in defined else super().__getitem__(name)
+
+    def close(self):
+        """Back on the students' machine (its folder, modules and environment): a program that made the test's calls
+        itself goes on there (verdict._calls_in_place)."""
+        if self.working != _STUDENTS:
+            self._work_on(_STUDENTS)
+        os.close(self.home)
 
     def _work_on(self, machine):
         """A call on a machine works in the folder its cells left when they ran again, with the student's

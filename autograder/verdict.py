@@ -11,7 +11,8 @@ The submission runs in processes of their own, which can write nothing but data 
   order in an IPython shell, the instructor's cells and the student's, magics, module-level calls, loggers
   and patterns included, and each test cell as released (which the student has) once its test has ended
   (_released_cell). It judges no test: when the parent reaches a test cell, the program forks
-* a *caller* from its state at that cell. The caller runs no text of the test cell: it waits for the judge's
+* a *caller* from its state at that cell (a program with threads or processes of its own, which a fork would not
+  have, is its own caller: _calls_in_place). The caller runs no text of the test cell: it waits for the judge's
   requests (autograder/calls.py), each a call of the student's code with what the test gives it, as data,
   makes the call with the student's namespace, where the exercises judged before this one are the
   instructor's solutions (so that an answer that calls an earlier one is judged on its own), and sends what
@@ -80,6 +81,7 @@ REACHED = b"r"
 _TEST_CELL_MISTAKES = ("verdict_test_cell_unsealed", "verdict_test_cell_gives_code")  # the instructor's, not the student's
 _LENGTH = struct.Struct("<I")  # of what follows a test cell's "g" to the program (the solutions its caller binds)
 _PID = struct.Struct("<i")  # of the process that goes on as the program (_released_cell), to the parent
+INTERRUPT = signal.SIGUSR1  # the parent → the program: a test ran past its limit (_interrupt_calls)
 
 
 def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
@@ -148,6 +150,8 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
             running.now()
             if result.pop("never_reached", False):  # see REACHED: every later test is lost at once, not after its limit
                 running.kill()
+            elif result.get("key") == "timed_out":  # as the kernel's cell is interrupted (_calls_in_place)
+                running.interrupt()
             if sandboxed:
                 _end_stragglers(spared, running.group)
             _send(start, b"e")  # the test has ended: the program runs its cell as released (_released_cell)
@@ -270,6 +274,7 @@ def _program(cells, go, tells, timeout, root):
         integrity.start_grading()  # what the kernel checks after every cell, this shell checks too
         bound.update(shell.user_ns)
         signal.signal(signal.SIGALRM, _interrupt)
+        signal.signal(INTERRUPT, _interrupt_calls)
         for index, cell in enumerate(cells):
             if cell["kind"] == "test":
                 started, ends = _started(go)
@@ -280,18 +285,22 @@ def _program(cells, go, tells, timeout, root):
                                   timeout)
                 writer, ask, clock = ends
                 names = student_names(shell.user_ns, bound)
-                caller = _fork()
-                with contextlib.suppress(OSError):  # as the caller does itself (_caller), whichever runs first
-                    os.setpgid(caller, caller)
-                if caller == 0:
-                    again = [cell for cell in cells[:index] if cell.get("again")]
-                    _caller(started, shell.user_ns, writer, ask, names, again, clock)  # never returns
-                os.close(writer)
-                os.close(clock)
-                os.close(ask)
+                again = [cell for cell in cells[:index] if cell.get("again")]
+                if _has_its_own_helpers():
+                    _calls_in_place(shell, loop, started, writer, ask, names, again, clock)
+                    caller = None
+                else:
+                    caller = _fork()
+                    with contextlib.suppress(OSError):  # as the caller does itself (_caller), whichever runs first
+                        os.setpgid(caller, caller)
+                    if caller == 0:
+                        _caller(started, shell.user_ns, writer, ask, names, again, clock)  # never returns
+                for end in (writer, clock, ask):
+                    os.close(end)
                 if go.recv(1) != b"e":  # the test has ended, its caller with it
                     break
-                _kill(caller)
+                if caller is not None:
+                    _kill(caller)
                 _released_cell(shell, loop, started["released"], cells, index, bound, timeout, tells)
                 continue
             _program_cell(shell, loop, cell, cells, index, bound, timeout)
@@ -361,7 +370,7 @@ def _released_cell(shell, loop, released, cells, index, bound, timeout, tells):
 
     if not released.strip():
         return
-    if threading.active_count() > 1 or _children(os.getpid()):
+    if _has_its_own_helpers():
         return run()
     ended, ends = os.pipe()
     child = _fork()
@@ -385,6 +394,15 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+_CALLING = [False]  # whether the program makes a test's calls itself now (_calls_in_place)
+
+
+def _interrupt_calls(signum, frame):
+    """INTERRUPT, from the parent once a test has run past its limit: the program's call is interrupted, as the
+    kernel's cell is; a program that waits for its next test (its caller was forked) is not."""
+    if _CALLING[0]:
+        raise KeyboardInterrupt
+
 
 def student_names(namespace, bound) -> list[str]:
     """The callables of the program that the student's cells bound: the names the judge stubs."""
@@ -394,12 +412,8 @@ def student_names(namespace, bound) -> list[str]:
 
 
 def _caller(started, namespace, writer, asks, names, again=(), clock=None):
-    """In a caller forked from the program: it makes each call of the student's code the judge asks for on
-    `asks` (calls.py) with the student's namespace, inside a running event loop as a kernel's cells do, and sends
-    each result to the judge on `writer`, until the judge ends. The exercises judged before this one are the
-    instructor's solutions here (`started["solutions"]`), so that a student's function that calls one of them
-    is judged on its own. `again`: the student's cells before the test that program.OnEachMachine runs again on
-    another machine. Never returns."""
+    """In a caller forked from the program: it makes each call of the student's code the judge asks for (_serve).
+    Never returns."""
     try:
         # a group of its own: what the test's calls start is ended with the test (_end_stragglers), what the program's
         # cells started is the program's, as in the kernel (a right answer's DataLoader with persistent workers)
@@ -407,27 +421,76 @@ def _caller(started, namespace, writer, asks, names, again=(), clock=None):
         _only_descriptors([writer, asks, *([] if clock is None else [clock]), *_students_files()])
         _one_thread()
         _thread_pools_restarted()
-        from . import boundary, calls
-        from .checks import core
-
-        names = sorted({*names, *_bind_solutions(namespace, started["solutions"])})
-        handles = boundary.Handles(1)
-        recorder = boundary.Recorder(writer, handles)
-        core.use_boundary(recorder)
-        recorder.send_names(names)
-        loop = asyncio.new_event_loop()  # the program's own shared its selector with the program
-        asyncio.set_event_loop(loop)
-        pristine = program.plain_values(namespace)  # before any call of the test's changes them
-        scope = program.OnEachMachine(namespace, names, lambda: _paused(clock, lambda: _again_here(
-            again, {**namespace, **copy.deepcopy(pristine)}, started["solutions"])))
-
-        async def serve():
-            while (asked := calls.read_request(asks)) is not None:
-                calls.answer(asked, recorder, handles, scope, core.run_here)
-
-        loop.run_until_complete(serve())
+        _serve(started, namespace, writer, asks, names, _bind_solutions(namespace, started["solutions"]), again, clock)
     finally:
         os._exit(0)
+
+
+def _has_its_own_helpers() -> bool:
+    """Whether the program has threads or processes of its own (a pool, a worker on a queue, DataLoader workers, a
+    `subprocess`): a fork keeps none of its threads and is the parent of none of its processes."""
+    return threading.active_count() > 1 or bool(_children(os.getpid()))
+
+
+def _calls_in_place(shell, loop, started, writer, asks, names, again, clock):
+    """The test's calls made by the program itself, as the kernel made them, where it has helpers of its own
+    (_has_its_own_helpers): a caller forked from it found the student's pool without its workers, and the call
+    waited out its limit, or their pipes closed. What the calls change stays, as in the kernel; the solutions bound
+    for them (_bind_solutions) and the machine they last worked on (program.OnEachMachine) do not. A call that runs
+    on is interrupted once the test has run past its limit (INTERRUPT), as the kernel's cell is; one that swallows
+    the interrupt holds the program, as it held the kernel, and the later tests are lost."""
+    namespace = shell.user_ns
+    kept = dict(namespace)
+    solved = _bind_solutions(namespace, started["solutions"])
+    bound = {name: namespace[name] for name in solved}
+    _CALLING[0] = True
+    try:
+        _serve(started, namespace, writer, asks, names, solved, again, clock)
+    except BaseException:  # noqa: BLE001: the interrupt, or the student's code ending the calls
+        pass
+    finally:
+        _CALLING[0] = False
+        asyncio.set_event_loop(loop)
+        program.the_shell_again(shell)  # a cell run again on another machine made a shell of its own
+        for name, solution in bound.items():  # the student's own again, where no call rebound it
+            if namespace.get(name) is not solution:
+                continue
+            if name in kept:
+                namespace[name] = kept[name]
+            else:
+                del namespace[name]
+
+
+def _serve(started, namespace, writer, asks, names, solved, again, clock):
+    """Make each call of the student's code the judge asks for on `asks` (calls.py) with the student's namespace,
+    inside a running event loop as a kernel's cells do, and send each result to the judge on `writer`, until the
+    judge ends. The exercises judged before this one are the instructor's solutions here (`solved`, the names
+    _bind_solutions bound), so that a student's function that calls one of them is judged on its own. `again`: the
+    student's cells before the test that program.OnEachMachine runs again on another machine."""
+    from . import boundary, calls
+    from .checks import core
+
+    names = sorted({*names, *solved})
+    handles = boundary.Handles(1)
+    recorder = boundary.Recorder(writer, handles)
+    core.use_boundary(recorder)
+    recorder.send_names(names)
+    loop = asyncio.new_event_loop()  # the program's own shared its selector with the program
+    asyncio.set_event_loop(loop)
+    pristine = program.plain_values(namespace)  # before any call of the test's changes them
+    scope = program.OnEachMachine(namespace, names, lambda: _paused(clock, lambda: _again_here(
+        again, {**namespace, **copy.deepcopy(pristine)}, started["solutions"])))
+
+    async def serve():
+        while (asked := calls.read_request(asks)) is not None:
+            calls.answer(asked, recorder, handles, scope, core.run_here)
+
+    try:
+        loop.run_until_complete(serve())
+    finally:
+        loop.close()
+        core.use_boundary(None)
+        scope.close()
 
 
 def _paused(clock, work):
@@ -706,6 +769,10 @@ class _Running:
                 self.spared.discard(self.pid)
                 self.pid = pid
                 self.spared.add(pid)
+
+    def interrupt(self):
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, INTERRUPT)
 
     def kill(self):
         """End the program, what its cells started, and each caller with what its calls started (a group of its own,

@@ -196,6 +196,32 @@ def test_a_process_the_programs_cells_started_runs_on_past_a_test_as_in_the_kern
     assert (records["test_double"]["passed"], records["test_quadruple"]["passed"]) == (True, True), records
 
 
+# a pool or worker the student's cells started, that the student's function uses when the test calls it
+SERVING_THE_FUNCTION = {
+    "thread-pool": "from multiprocessing.pool import ThreadPool\nPOOL = ThreadPool(2)\ndef double(x):\n"
+                   "    return POOL.apply(torch.mul, (x, 2))",
+    "process-pool": "import multiprocessing\nPOOL = multiprocessing.get_context('fork').Pool(1)\ndef double(x):\n"
+                    "    return torch.tensor(POOL.map(float, (2 * x).tolist()))",
+    "process-pool-executor": "import multiprocessing\nfrom concurrent.futures import ProcessPoolExecutor\n"
+                             "POOL = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context('fork'))\n"
+                             "POOL.submit(abs, 1).result()\ndef double(x):\n"
+                             "    return torch.tensor(POOL.submit(list, (2 * x).tolist()).result())",
+    "dataloader-persistent-workers": "from torch.utils.data import DataLoader, TensorDataset\n"
+                                     "LOADER = DataLoader(TensorDataset(torch.ones(4)), batch_size=2, num_workers=1,"
+                                     " persistent_workers=True)\nnext(iter(LOADER))\ndef double(x):\n"
+                                     "    return x * sum(len(batch) for batch, in LOADER) / 2",
+}
+
+
+@pytest.mark.parametrize("answer", SERVING_THE_FUNCTION.values(), ids=SERVING_THE_FUNCTION.keys())
+def test_a_pool_the_students_cells_started_serves_their_function_as_in_the_kernel(answer):
+    """A fork keeps none of the program's threads and is the parent of none of its processes: a caller forked from
+    a program that has any would find its pools without their workers (the call waited out its limit) or their
+    pipes closed. Such a program makes the test's calls itself, as the kernel did."""
+    records = decided(answer, tests=2, timeout=10)
+    assert [records[f"double{i}"]["passed"] for i in range(2)] == [True, True], records
+
+
 @pytest.mark.parametrize("leaves", ["", "os.setsid()\n"], ids=["in-its-callers-group", "in-a-session-of-its-own"])
 def test_what_a_tests_call_left_running_is_ended_with_its_test(leaves):
     """A process a call started writes a file after the test; the next test's call looks for it. Only the hidden
@@ -513,6 +539,26 @@ def two_exercises(half, quarter="def quarter(x):\n    return half(half(x))", ord
     return DecideGrades().verdict([imports, *(cells[c] for c in order)], solutions)
 
 
+def test_a_program_that_makes_its_tests_calls_itself_gets_its_own_functions_back_after_each_test():
+    """In a program with a thread of its own, the test's calls are the program's (as the kernel's): the earlier
+    exercise's solution bound for quarter's test is the student's own `half` again afterwards, for later cells."""
+    third_test = QUARTER_TEST.replace("quarter", "third").replace("x / 4", "3 * x")
+    cells = [{"kind": "trusted", "source": "import torch", "grade_id": "imports"},
+             {"kind": "student", "source": 'def half(x):\n    """mine"""\n    return x / 2', "grade_id": "half"},
+             {"kind": "test", "source": HALF_TEST, "grade_id": "test_half", "visible": HALF_TEST},
+             {"kind": "student", "grade_id": "quarter",
+              "source": "import threading\nthreading.Thread(target=threading.Event().wait, daemon=True).start()\n"
+                        "def quarter(x):\n    return half(half(x))"},
+             {"kind": "test", "source": QUARTER_TEST, "grade_id": "test_quarter", "visible": ""},
+             {"kind": "student", "grade_id": "third",
+              "source": "MINE = half.__doc__ == 'mine'\ndef third(x):\n    return x * (3 if MINE else 0)"},
+             {"kind": "test", "source": third_test, "grade_id": "test_third", "visible": third_test}]
+    solutions = [{"source": HALF_SOLUTION, "names": ["half"], "tests": ["test_half"]},
+                 {"source": QUARTER_SOLUTION, "names": ["quarter"], "tests": ["test_quarter"]}]
+    records = DecideGrades().verdict(cells, solutions)
+    assert {grade_id: record["passed"] for grade_id, record in records.items()} == dict.fromkeys(records, True), records
+
+
 def test_a_wrong_answer_costs_only_its_own_exercise_when_a_later_answer_calls_it():
     records = two_exercises("def half(x):\n    return x - 1")
     assert (records["test_half"]["passed"], records["test_quarter"]["passed"]) == (False, True)
@@ -792,6 +838,21 @@ def test_a_call_that_runs_on_costs_only_its_own_test():
     tests are judged."""
     records = decided(LOOPS_ONCE, tests=3, timeout=2)
     assert [records[f"double{i}"]["passed"] for i in range(3)] == [False, True, True]
+    assert records["double0"].get("key") == "timed_out"
+
+
+@pytest.mark.parametrize("loop, later", [("while True:\n    time.sleep(0.05)", True), (RUNS_ON, False)],
+                         ids=["stops-at-the-interrupt", "swallows-the-interrupt"])
+def test_a_call_that_runs_on_in_a_program_that_makes_its_calls_itself_is_interrupted_as_in_the_kernel(loop, later):
+    """A program with a thread of its own makes its tests' calls itself (a pool the function uses is there): a call
+    that runs on is interrupted at the test's limit, as the kernel's cell is, and the later tests are judged; one that
+    swallows the interrupt holds the program, as it held the kernel, which SafeExecute ended."""
+    answer = ("import os, threading, time\nthreading.Thread(target=threading.Event().wait, daemon=True).start()\n"
+              "def double(x):\n    if not os.path.exists('looped'):  # the first call alone\n"
+              "        open('looped', 'w').close()\n" + "\n".join("        " + line for line in loop.splitlines())
+              + "\n    return 2 * x")
+    records = decided(answer, tests=3, timeout=2)
+    assert [records[f"double{i}"]["passed"] for i in range(3)] == [False, later, later], records
     assert records["double0"].get("key") == "timed_out"
 
 
