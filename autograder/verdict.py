@@ -609,8 +609,12 @@ def _one_thread():
     """In a process forked from one that may have run PyTorch's CPU thread pool (OpenMP): a forked child keeps
     the pool's state but not its threads, and its first parallel kernel would wait for them forever. A student
     cell that tried its answer once (one bfloat16 autocast forward, a few training steps) hung every later
-    test's caller. One thread runs every kernel in the calling thread, as PyTorch's DataLoader workers do."""
+    test's caller. One thread runs every kernel in the calling thread, as PyTorch's DataLoader workers do. The
+    student's code still reads the program's count, as in the kernel (a right `loader_kwargs` that sized its workers
+    by `torch.get_num_threads() // 2` asked for none, and its `prefetch_factor` was refused)."""
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    torch.get_num_threads = lambda: threads
 
 
 def _students_files() -> list[int]:

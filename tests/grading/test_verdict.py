@@ -237,6 +237,14 @@ def test_what_a_tests_call_left_running_is_ended_with_its_test(leaves):
     assert (records["test_double"]["passed"], records["test_quadruple"]["passed"]) == (True, True), records
 
 
+def test_a_caller_tells_the_student_the_programs_thread_count():
+    """A caller runs PyTorch's kernels in one thread (verdict._one_thread); the student's code reads the count the
+    program had, as their kernel did (a right loader_kwargs sized its DataLoader workers by it)."""
+    answer = ("THREADS = torch.get_num_threads()\ndef double(x):\n"
+              "    assert torch.get_num_threads() == THREADS, torch.get_num_threads()\n    return 2 * x")
+    assert decided(answer)["double0"]["passed"] is True
+
+
 def test_an_error_the_students_function_raised_in_the_grader_shows_its_message_and_line():
     answer = ("def double(x):\n    if x.requires_grad:\n        return 2 * x\n"
               "    raise TypeError('double wants a tensor that requires grad')")
