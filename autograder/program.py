@@ -127,13 +127,17 @@ def _root(node) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def run_cell(shell, loop, source):
-    """Run one cell as ipykernel does: transformed (magics), then inside the running event `loop`."""
+def run_cell(shell, loop, source, count=None):
+    """Run one cell as ipykernel does: transformed (magics), then inside the running event `loop`; as the kernel's
+    `count`th execution, where one is given (`Out[2]`, `_2` and `_i2` are what the kernel's run of the notebook from
+    the top made them: a right answer's table built from `Out[2]` raised NameError in the verdict)."""
     try:
         transformed, error = shell.transform_cell(source), None
     except Exception:  # noqa: BLE001: the shell shows it, as the kernel does
         transformed, error = source, sys.exc_info()
-    loop.run_until_complete(shell.run_cell_async(source, store_history=False, transformed_cell=transformed,
+    if count is not None:
+        shell.execution_count = count
+    loop.run_until_complete(shell.run_cell_async(source, store_history=count is not None, transformed_cell=transformed,
                                                  preprocessing_exc_tuple=error))
 
 
@@ -362,7 +366,7 @@ def ran_again(cells, namespace) -> tuple[dict, str, dict, dict]:
                     if name not in rebound:
                         shell.user_ns[name] = copy.deepcopy(value)
                 before = dict(shell.user_ns)
-                run_cell(shell, loop, cell["source"])
+                run_cell(shell, loop, cell["source"], cell.get("count"))
                 rebound.update(name for name, value in shell.user_ns.items() if before.get(name, MISSING) is not value)
                 # and what it changed in place (`config["device"] = ...`): a later cell does not take it back
                 rebound.update(name for name, value in cell.get("plain", {}).items()

@@ -275,6 +275,7 @@ def _program(cells, go, tells, timeout, root):
         bound.update(shell.user_ns)
         signal.signal(signal.SIGALRM, _interrupt)
         signal.signal(INTERRUPT, _interrupt_calls)
+        executed = 0  # the kernel's execution count: each cell that is not blank, as nbclient runs them, counts
         for index, cell in enumerate(cells):
             if cell["kind"] == "test":
                 started, ends = _started(go)
@@ -301,8 +302,12 @@ def _program(cells, go, tells, timeout, root):
                     break
                 if caller is not None:
                     _kill(caller)
-                _released_cell(shell, loop, started["released"], cells, index, bound, timeout, tells)
+                executed += bool(started["released"].strip())
+                _released_cell(shell, loop, started["released"], cells, index, bound, timeout, tells, executed)
                 continue
+            if cell["source"].strip():
+                executed += 1
+                cell["count"] = executed
             _program_cell(shell, loop, cell, cells, index, bound, timeout)
         while go.recv(1):  # the last caller's parent until the verdict ends
             pass
@@ -321,7 +326,7 @@ def _program_cell(shell, loop, cell, cells, index, bound, timeout):
         files = program.listed_files() if cell["kind"] == "student" else None
         signal.alarm(timeout)  # as the kernel's cell timeout interrupts a cell
         try:
-            program.run_cell(shell, loop, cell["source"])
+            program.run_cell(shell, loop, cell["source"], cell.get("count"))
         except BaseException:  # noqa: BLE001: an interrupt between two statements of the shell
             pass
         finally:
@@ -352,7 +357,7 @@ def _started(go) -> tuple[dict | None, list[int]]:
     return (None if started is None else json.loads(started)), ends
 
 
-def _released_cell(shell, loop, released, cells, index, bound, timeout, tells):
+def _released_cell(shell, loop, released, cells, index, bound, timeout, tells, count):
     """Run test cell `index` as released, where it stands, once its test has ended: the kernel ran it in the
     student's namespace, so what it made is there for every later cell (a right answer's cell that first printed
     the `x` a visible test made, then defined `match`, passed validate and lost its test in the verdict). In a fork
@@ -366,7 +371,7 @@ def _released_cell(shell, loop, released, cells, index, bound, timeout, tells):
     DataLoader's workers end once the process that started them has)."""
 
     def run():
-        _program_cell(shell, loop, {"kind": "trusted", "source": released}, cells, index, bound, timeout)
+        _program_cell(shell, loop, {"kind": "trusted", "source": released, "count": count}, cells, index, bound, timeout)
 
     if not released.strip():
         return

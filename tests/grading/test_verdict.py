@@ -245,6 +245,14 @@ def test_a_caller_tells_the_student_the_programs_thread_count():
     assert decided(answer)["double0"]["passed"] is True
 
 
+def test_a_cells_output_is_in_out_as_the_kernels_run_from_the_top_made_it():
+    """`Out[2]` and `_2`: the second cell the kernel ran (after the instructor's imports), as in a run from the
+    top; the program had no history, and a right answer's table built from `Out[2]` raised NameError."""
+    answer = ["torch.get_default_dtype()", "DTYPES = {'cpu': Out[2], 'again': _2}\ndef double(x):\n"
+              "    return (2 * x).to(DTYPES['cpu'])"]
+    assert decided(answer)["double0"]["passed"] is True
+
+
 def test_an_error_the_students_function_raised_in_the_grader_shows_its_message_and_line():
     answer = ("def double(x):\n    if x.requires_grad:\n        return 2 * x\n"
               "    raise TypeError('double wants a tensor that requires grad')")
