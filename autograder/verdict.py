@@ -82,6 +82,7 @@ _TEST_CELL_MISTAKES = ("verdict_test_cell_unsealed", "verdict_test_cell_gives_co
 _LENGTH = struct.Struct("<I")  # of what follows a test cell's "g" to the program (the solutions its caller binds)
 _PID = struct.Struct("<i")  # of the process that goes on as the program (_released_cell), to the parent
 INTERRUPT = signal.SIGUSR1  # the parent → the program: a test ran past its limit (_interrupt_calls)
+STANDBY_GRACE = 1  # seconds after its test a program making its calls itself has to end them (_standby)
 
 
 def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
@@ -287,8 +288,8 @@ def _program(cells, go, tells, timeout, root):
                 writer, ask, clock = ends
                 names = student_names(shell.user_ns, bound)
                 again = [cell for cell in cells[:index] if cell.get("again")]
-                if _has_its_own_helpers():
-                    _calls_in_place(shell, loop, started, writer, ask, names, again, clock)
+                if _has_its_own_helpers():  # returns in the process that goes on as the program
+                    _calls_in_place(shell, loop, started, writer, ask, names, again, clock, tells)
                     caller = None
                 else:
                     caller = _fork()
@@ -296,8 +297,8 @@ def _program(cells, go, tells, timeout, root):
                         os.setpgid(caller, caller)
                     if caller == 0:
                         _caller(started, shell.user_ns, writer, ask, names, again, clock)  # never returns
-                for end in (writer, clock, ask):
-                    os.close(end)
+                    for end in (writer, clock, ask):
+                        os.close(end)
                 if go.recv(1) != b"e":  # the test has ended, its caller with it
                     break
                 if caller is not None:
@@ -437,13 +438,20 @@ def _has_its_own_helpers() -> bool:
     return threading.active_count() > 1 or bool(_children(os.getpid()))
 
 
-def _calls_in_place(shell, loop, started, writer, asks, names, again, clock):
+def _calls_in_place(shell, loop, started, writer, asks, names, again, clock, tells):
     """The test's calls made by the program itself, as the kernel made them, where it has helpers of its own
     (_has_its_own_helpers): a caller forked from it found the student's pool without its workers, and the call
     waited out its limit, or their pipes closed. What the calls change stays, as in the kernel; the solutions bound
     for them (_bind_solutions) and the machine they last worked on (program.OnEachMachine) do not. A call that runs
-    on is interrupted once the test has run past its limit (INTERRUPT), as the kernel's cell is; one that swallows
-    the interrupt holds the program, as it held the kernel, and the later tests are lost."""
+    on is interrupted once the test has run past its limit (INTERRUPT), as the kernel's cell is. One that swallows
+    the interrupt would hold the program, though the kernel, which runs no hidden test, never made that call (the
+    attacker of this path: every later right answer was lost): a fork made before the calls, without the program's
+    helpers, goes on as the program in its place once the test has ended and STANDBY_GRACE more has passed, and the
+    later tests are judged. Returns in the process that goes on as the program; the three ends are closed there."""
+    standby = _fork()
+    if standby == 0:
+        _standby(asks, (writer, clock), tells)
+        return
     namespace = shell.user_ns
     kept = dict(namespace)
     solved = _bind_solutions(namespace, started["solutions"])
@@ -455,6 +463,9 @@ def _calls_in_place(shell, loop, started, writer, asks, names, again, clock):
         pass
     finally:
         _CALLING[0] = False
+        _kill(standby)
+        for end in (writer, asks, clock):
+            os.close(end)
         asyncio.set_event_loop(loop)
         program.the_shell_again(shell)  # a cell run again on another machine made a shell of its own
         for name, solution in bound.items():  # the student's own again, where no call rebound it
@@ -464,6 +475,26 @@ def _calls_in_place(shell, loop, started, writer, asks, names, again, clock):
                 namespace[name] = kept[name]
             else:
                 del namespace[name]
+
+
+def _standby(asks, ends, tells):
+    """In the fork `_calls_in_place` made before its calls, which the program ends once its calls have: once the
+    test has ended (its judge and the parent have closed `asks`) and STANDBY_GRACE more has passed, it ends the
+    program instead and goes on as the program itself (it tells the parent on `tells`, as _released_cell's fork
+    does), with the state from before the test's calls and none of the program's threads (a later call that needs
+    them is judged as a forked caller's was)."""
+    for end in ends:
+        os.close(end)
+    _one_thread()
+    watch = select.poll()
+    watch.register(asks, select.POLLHUP)
+    while not any(event & (select.POLLHUP | select.POLLERR) for _, event in watch.poll()):
+        time.sleep(0.1)  # a request the program has not read yet
+    time.sleep(STANDBY_GRACE)
+    os.close(asks)
+    with contextlib.suppress(OSError):
+        os.kill(os.getppid(), signal.SIGKILL)
+    _tell(tells, _PID.pack(os.getpid()))
 
 
 def _serve(started, namespace, writer, asks, names, solved, again, clock):

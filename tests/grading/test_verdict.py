@@ -857,18 +857,19 @@ def test_a_call_that_runs_on_costs_only_its_own_test():
     assert records["double0"].get("key") == "timed_out"
 
 
-@pytest.mark.parametrize("loop, later", [("while True:\n    time.sleep(0.05)", True), (RUNS_ON, False)],
-                         ids=["stops-at-the-interrupt", "swallows-the-interrupt"])
-def test_a_call_that_runs_on_in_a_program_that_makes_its_calls_itself_is_interrupted_as_in_the_kernel(loop, later):
+@pytest.mark.parametrize("loop", ["while True:\n    time.sleep(0.05)", RUNS_ON, "sum(range(10 ** 12))"],
+                         ids=["stops-at-the-interrupt", "swallows-the-interrupt", "runs-on-in-c"])
+def test_a_call_that_runs_on_in_a_program_that_makes_its_calls_itself_costs_only_its_own_test(loop):
     """A program with a thread of its own makes its tests' calls itself (a pool the function uses is there): a call
-    that runs on is interrupted at the test's limit, as the kernel's cell is, and the later tests are judged; one that
-    swallows the interrupt holds the program, as it held the kernel, which SafeExecute ended."""
+    that runs on is interrupted at the test's limit, as the kernel's cell is, and the later tests are judged. One
+    that swallows the interrupt (on hidden inputs only, which the kernel never calls: the attacker of this path) is
+    left behind: a fork made before the calls goes on as the program."""
     answer = ("import os, threading, time\nthreading.Thread(target=threading.Event().wait, daemon=True).start()\n"
               "def double(x):\n    if not os.path.exists('looped'):  # the first call alone\n"
               "        open('looped', 'w').close()\n" + "\n".join("        " + line for line in loop.splitlines())
               + "\n    return 2 * x")
     records = decided(answer, tests=3, timeout=2)
-    assert [records[f"double{i}"]["passed"] for i in range(3)] == [False, later, later], records
+    assert [records[f"double{i}"]["passed"] for i in range(3)] == [False, True, True], records
     assert records["double0"].get("key") == "timed_out"
 
 
