@@ -465,8 +465,8 @@ def _pin_memory(tensor, *args, **kwargs):
 
 def _drawn_on_meta(real):
     """`real`, a random fill in place (`normal_`, and so most of `torch.nn.init`) or a draw from a tensor
-    (`torch.bernoulli`, `torch.multinomial`), where a stand-in is drawn on with a generator of another device:
-    refused, as the accelerator refuses it."""
+    (`torch.bernoulli`, `torch.multinomial`), where it draws with a generator of another device (a stand-in with a
+    CPU generator, a CPU tensor with one made on the simulated accelerator): refused, as PyTorch refuses it."""
     try:
         signature = inspect.signature(real)  # torch.nn.init's, whose generator may come by position
     except (TypeError, ValueError):  # PyTorch's own: keyword only

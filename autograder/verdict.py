@@ -670,7 +670,9 @@ def _students_files() -> list[int]:
 def _thread_pools_restarted():
     """In a caller, forked from the program: the student's thread pools start their workers again. A fork keeps
     none of a process's threads, and a `ThreadPoolExecutor` a cell had used counted its dead workers as idle and
-    waited for them forever (a right `move_batch` that moved tensors on a pool of its own timed out)."""
+    waited for them forever (a right `move_batch` that moved tensors on a pool of its own timed out). A program whose
+    pool has workers makes its calls itself (_calls_in_place); its callers are forked again only once its standby
+    has gone on as the program, with the pools and none of their workers (_standby)."""
     pools = sys.modules.get("concurrent.futures.thread")
     if pools is None:  # no cell made a thread pool
         return
@@ -828,26 +830,25 @@ class _Running:
 def _callers(group) -> list[int]:
     """The leaders of the groups that processes of `group` forked (the program's callers): found by their parent, so
     that no other group is ended, without the sandbox too."""
-    found = []
-    for pid in _processes():
-        _, parent, leader = _stat(pid)
-        if leader == pid and _group(parent) == group != pid:
-            found.append(pid)
-    return found
+    living = _living()
+    return [pid for pid, (parent, leader) in living.items()
+            if leader == pid != group and living.get(parent, (0, None))[1] == group]
 
 
 def _children(pid) -> list[int]:
-    return [child for child in _processes() if (stat := _stat(child))[1] == pid and stat[0] not in ("", "Z")]
+    return [child for child, (parent, _) in _living().items() if parent == pid]
 
 
-def _stat(pid) -> tuple[str, int, int]:
-    """A process's state, parent and group, from /proc; ("", 0, 0) for one that has ended."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            state, parent, group = stat.read().rpartition(")")[2].split()[:3]
-        return state, int(parent), int(group)
-    except (OSError, ValueError):
-        return "", 0, 0
+def _living() -> dict[int, tuple[int, int]]:
+    """Each process that has not ended (a zombie has), with its parent and its group, from /proc."""
+    found = {}
+    for pid in _processes():
+        with contextlib.suppress(OSError, ValueError):
+            with open(f"/proc/{pid}/stat") as stat:
+                state, parent, group = stat.read().rpartition(")")[2].split()[:3]
+            if state != "Z":
+                found[pid] = int(parent), int(group)
+    return found
 
 
 def _group(pid) -> int | None:
@@ -869,7 +870,7 @@ def _end_stragglers(spared, group):
     program's group runs on too, as one the program started: it holds only its caller's pipes, whose judge has
     ended, and can change only the student's own later tests, as the program can."""
     for _ in range(100):  # again while processes forked during the last pass are found
-        found = [pid for pid in _processes() - spared if (stat := _stat(pid))[0] not in ("", "Z") and stat[2] != group]
+        found = [pid for pid, (_, its_group) in _living().items() if pid not in spared and its_group != group]
         if not found:
             break
         for pid in found:

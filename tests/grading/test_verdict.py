@@ -555,6 +555,10 @@ def two_exercises(half, quarter="def quarter(x):\n    return half(half(x))", ord
     return DecideGrades().verdict([imports, *(cells[c] for c in order)], solutions)
 
 
+# a cell that starts a thread of the program's own, which then makes its tests' calls itself (verdict._calls_in_place)
+A_THREAD_OF_ITS_OWN = "import threading\nthreading.Thread(target=threading.Event().wait, daemon=True).start()\n"
+
+
 def test_a_program_that_makes_its_tests_calls_itself_gets_its_own_functions_back_after_each_test():
     """In a program with a thread of its own, the test's calls are the program's (as the kernel's): the earlier
     exercise's solution bound for quarter's test is the student's own `half` again afterwards, for later cells."""
@@ -563,8 +567,7 @@ def test_a_program_that_makes_its_tests_calls_itself_gets_its_own_functions_back
              {"kind": "student", "source": 'def half(x):\n    """mine"""\n    return x / 2', "grade_id": "half"},
              {"kind": "test", "source": HALF_TEST, "grade_id": "test_half", "visible": HALF_TEST},
              {"kind": "student", "grade_id": "quarter",
-              "source": "import threading\nthreading.Thread(target=threading.Event().wait, daemon=True).start()\n"
-                        "def quarter(x):\n    return half(half(x))"},
+              "source": A_THREAD_OF_ITS_OWN + "def quarter(x):\n    return half(half(x))"},
              {"kind": "test", "source": QUARTER_TEST, "grade_id": "test_quarter", "visible": ""},
              {"kind": "student", "grade_id": "third",
               "source": "MINE = half.__doc__ == 'mine'\ndef third(x):\n    return x * (3 if MINE else 0)"},
@@ -864,9 +867,8 @@ def test_a_call_that_runs_on_in_a_program_that_makes_its_calls_itself_costs_only
     that runs on is interrupted at the test's limit, as the kernel's cell is, and the later tests are judged. One
     that swallows the interrupt (on hidden inputs only, which the kernel never calls: the attacker of this path) is
     left behind: a fork made before the calls goes on as the program."""
-    answer = ("import os, threading, time\nthreading.Thread(target=threading.Event().wait, daemon=True).start()\n"
-              "def double(x):\n    if not os.path.exists('looped'):  # the first call alone\n"
-              "        open('looped', 'w').close()\n" + "\n".join("        " + line for line in loop.splitlines())
+    answer = (A_THREAD_OF_ITS_OWN + "import os, time\ndef double(x):\n"
+              "    if not os.path.exists('looped'):  # the first call alone\n        open('looped', 'w').close()\n" + "\n".join("        " + line for line in loop.splitlines())
               + "\n    return 2 * x")
     records = decided(answer, tests=3, timeout=2)
     assert [records[f"double{i}"]["passed"] for i in range(3)] == [False, True, True], records
