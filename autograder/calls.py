@@ -57,8 +57,8 @@ class _Pickler(pickle.Pickler):
         self.handles, self.students, self.met = handles, students, []
 
     def persistent_id(self, value):
-        if type(value) is str and value.startswith(_TEMPORARY[0]):  # a path of the test's: the caller's own
-            return ("path", value[len(_TEMPORARY[0]):])
+        if type(value) is str and value.startswith(TEMPORARY[0]):  # a path of the test's: the caller's own
+            return ("path", value[len(TEMPORARY[0]):])
         if isinstance(value, (str, bytes, int, float, bool, type(None))):
             return None
         name = self.students.get(id(value))
@@ -136,16 +136,16 @@ def request(asked, function, args, kwargs, then, known, handles, students) -> by
     return b"".join([_LENGTH.pack(len(around)), around, _LENGTH.pack(len(call.getvalue())), call.getvalue()])
 
 
-_TEMPORARY = [os.path.join(tempfile.gettempdir(), "")]  # where the judge's temporary files are: none is the caller's
+TEMPORARY = [os.path.join(tempfile.gettempdir(), "")]  # where the judge's temporary files are: none is the caller's
 
 
 def _files(args, kwargs) -> list:
     """The files the test wrote at the paths the call is given (a checkpoint to load): [relative path, bytes]."""
     files = []
     for path in boundary._paths(args, kwargs):  # plain paths in this folder only: `/tmp/../…` named any file
-        if path.startswith(_TEMPORARY[0]) and os.path.isfile(path):
+        if path.startswith(TEMPORARY[0]) and os.path.isfile(path):
             with open(path, "rb") as file:
-                files.append([path[len(_TEMPORARY[0]):], file.read()])
+                files.append([path[len(TEMPORARY[0]):], file.read()])
     return files
 
 

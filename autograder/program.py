@@ -144,11 +144,13 @@ def run_cell(shell, loop, source, count=None):
 _PROGRAM_FOLDER = [None]  # the program's own folder (own_folder), its real path: where the student's modules are
 
 
-def own_folder(root):
+def own_folder(root, writable=None):
     """A new folder in `root`, in the sandbox's bounded /tmp, becomes the program's own: its working folder
     and every temporary file's. Where the kernel has Landlock, the program (and every caller) writes nowhere
-    but in `root` (its own folder, and those where a caller runs cells again), so no file a judge wrote can
-    change under it, and signals no process outside the program (autograder/kernel.py)."""
+    but beneath `writable` (default `root`: its own folder, and those where a caller runs cells again): in the
+    sandbox its whole /tmp, as the grading kernel may (a right answer that logged to `/tmp/debug.log` lost its
+    test), while the judges write in a tmpfs of their own, so no file a judge wrote can change under it; and
+    it signals no process outside the program (autograder/kernel.py)."""
     from .kernel import confine
 
     folder = tempfile.mkdtemp(prefix="program-", dir=root)
@@ -158,7 +160,7 @@ def own_folder(root):
     tempfile.tempdir = folder
     os.chdir(folder)
     try:
-        confine([root, *filter(os.path.isdir, ["/dev/shm"])])
+        confine([writable or root, *filter(os.path.isdir, ["/dev/shm"])])
     except OSError:  # a kernel that refuses: the deadlines and the sandbox still hold
         pass
 

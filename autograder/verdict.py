@@ -66,7 +66,7 @@ import torch
 from .diagnostics import diagnosis, render
 from .kernel import PAUSED_RECORD
 from .linux import PR_SET_DUMPABLE, close_all_but
-from . import program
+from . import calls, program
 from .program import STUDENTS_MACHINE
 from .calls import TEST_MODULE, asker, outside_now, sender
 from .simulate import questions, simulated_accelerator, simulated_machine
@@ -85,12 +85,15 @@ INTERRUPT = signal.SIGUSR1  # the parent → the program: a test ran past its li
 STANDBY_GRACE = 1  # seconds after its test a program making its calls itself has to end them (_standby)
 
 
-def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
+def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None, judges_tmp=None):
     """Run the cells (see the module docstring); a JSON line on `grader_fd` first when the parent is ready
     (its own imports done), then one per test cell, or one naming the instructor's cell that failed here.
     `solutions`: a descriptor to read, once the program runs apart, the instructor's solutions that each
     test cell's caller binds (DecideGrades.references); `tests`: one to read then the test cells' text (grade
-    id → {"source", "visible"}; a test cell in `cells` has none). Neither was ever in the program's memory."""
+    id → {"source", "visible"}; a test cell in `cells` has none). Neither was ever in the program's memory.
+    `judges_tmp`: in the sandbox, the judges' own temporary folder beside its /tmp (sandbox.JUDGES_TMP), so that the
+    program may write anywhere in /tmp, as the grading kernel may; without it, the program writes only in its own
+    folders."""
     # the parent → the program: fork the caller of the next test cell, with the ends of its pipes (made here per test,
     # so that no process that runs student code ever holds a later test's: a body that wrote on every descriptor it
     # had, called by a test cell as released in the program, had filled every later judge's pipe); its test has ended
@@ -102,11 +105,14 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
     # verdict ends: in the sandbox its /tmp is gone anyway, but a grader without one (`course grade --no-sandbox`) kept
     # every notebook's files in its own /tmp
     root = tempfile.mkdtemp(prefix="verdict-")
+    writable = tempfile.gettempdir() if judges_tmp else root  # the program's, and its callers'
     program_pid = _fork()
     if program_pid == 0:
         start.close()
-        _program(cells, go, tells, timeout, root)
+        _program(cells, go, tells, timeout, root, writable)
     spared.add(program_pid)
+    if judges_tmp:
+        _judges_apart(judges_tmp)
     running = _Running(program_pid, told, spared)
     go.close()
     os.close(tells)
@@ -169,6 +175,47 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None):
     running.now()
     running.kill()
     shutil.rmtree(root, ignore_errors=True)
+
+
+def _judges_apart(folder):
+    """In the sandbox the program writes anywhere in /tmp, as the grading kernel may. This process and its judges then
+    read nothing there: their temporary files (what a test cell saves, the files a call is sent), their home and their
+    working folder are in `folder`, a bounded tmpfs the program cannot write, and they import no module from a
+    folder the program could write (a `course` package beside an editable install's bound `autograder/`, a module
+    on a path a test cell adds). Only the modules a judge has not imported yet are at stake: these are checked."""
+    home = os.path.join(folder, "home")
+    os.makedirs(home, exist_ok=True)
+    os.environ.update(HOME=home, TMPDIR=folder)  # where libraries read their config (~/.config/…) and write caches
+    os.chdir(folder)  # where some read theirs too (./matplotlibrc)
+    tempfile.tempdir = folder
+    calls.TEMPORARY[0] = os.path.join(folder, "")
+    sys.meta_path.insert(0, _ReadOnlyModules())
+
+
+class _ReadOnlyModules:
+    """A meta path finder first in the judges' list: a module is found as the finders after it find it, and refused
+    unless every place it comes from is on a read-only mount (the runtime, bound into the sandbox read-only)."""
+
+    def find_spec(self, name, path=None, target=None):
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None) if finder is not self else None
+            spec = find(name, path, target) if find else None
+            if spec is not None:
+                break
+        else:
+            return None
+        places = [spec.origin] if spec.has_location else []
+        if not all(map(_read_only, places + list(spec.submodule_search_locations or []))):
+            raise ImportError(f"{name}: not imported from a folder the student's program can write / "
+                              f"不从学生程序可写的文件夹导入", name=name)
+        return spec
+
+
+def _read_only(path) -> bool:
+    """Whether `path` (or, where it is not there, its nearest folder that is) is on a read-only mount."""
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
 
 
 def _send(to, message, descriptors=()):
@@ -255,7 +302,7 @@ def _no_audit_hooks(event, args):
         raise RuntimeError("no audit hook while grading / 评分时不添加审计钩子")
 
 
-def _program(cells, go, tells, timeout, root):
+def _program(cells, go, tells, timeout, root, writable):
     """The notebook as the student's kernel ran it, in this forked process, in a folder of its own in `root`;
     at each test cell, a caller forked from its state then (see the module docstring). Never returns."""
     try:
@@ -263,7 +310,7 @@ def _program(cells, go, tells, timeout, root):
         go.shutdown(socket.SHUT_WR)  # what the parent sends, only
         _only_descriptors([go.fileno(), tells])
         sys.addaudithook(_no_audit_hooks)
-        program.own_folder(root)
+        program.own_folder(root, writable)
         from . import integrity
 
         shell, bound = program.new_shell(), {}
@@ -979,7 +1026,7 @@ def main():
         os.dup2(null, fd)
     with simulated_accelerator(job["grader_machine"]) if job.get("grader_machine") else contextlib.nullcontext():
         run(job["cells"], job["timeout"], grader_fd, sandboxed=job.get("sandboxed", False), solutions=solutions,
-            tests=tests)
+            tests=tests, judges_tmp=job.get("judges_tmp"))
 
 
 def _opened_and_removed(path) -> int | None:

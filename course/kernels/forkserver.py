@@ -130,7 +130,7 @@ def fork_into(sandbox, python, args, env, kept=(), verdict=False):
     holder = sandbox.start_holder(env)
     output = sandbox.output_pipe()
     try:
-        forked = fork_server(python, env).fork(args, env, sandbox.work_dir, fds=[holder, output, *kept],
+        forked = fork_server(python, env).fork(args, env, sandbox.inside, fds=[holder, output, *kept],
                                                verdict=verdict, group=sandbox.group)
     finally:
         os.close(holder)

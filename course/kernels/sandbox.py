@@ -83,6 +83,11 @@ HOST_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/lo
 COURSE_MARKERS = ("nbgrader_config.py", "gradebook.db", "source", "submitted", "autograded", "release")
 OUTPUT_KEPT = 8192  # bytes of a kernel's own stdout/stderr kept for the grader's log
 OUTPUT_LIMIT = 1 * 2**20  # bytes of a sandbox's own output kept for the log (a flood is read and dropped)
+# A verdict's sandbox (autograder/verdict.py): the student's program may write anywhere in /tmp, as the grading kernel
+# may, so the judges' temporary folder is a tmpfs beside it, and the job's folder (on the grader's disk) is bound
+# outside it: no file a judge wrote can change under them, and the program writes nothing on the grader's disk
+JUDGES_TMP = "/var/tmp"
+JOB_FOLDER = "/var/job"
 SOCKETS_BYTES = 1 * 2**20  # the sockets' own tmpfs: sockets take no space, nothing else belongs there
 PRIVATE_PREFIX = "course-kernel-"  # + the grading process's pid: a sandbox's private folder in /tmp
 
@@ -106,8 +111,9 @@ class Sandbox(Configurable):
                                            "memory.").tag(config=True)
     processes = Integer(512, help="Processes and threads one sandbox may hold together, where it gets a "
                                   "cgroup of its own").tag(config=True)
-    tmp_bytes = Integer(512 * 2**20, help="Size of a sandbox's private /tmp (memory: a process's RLIMIT_DATA "
-                                          "does not count tmpfs pages)").tag(config=True)
+    tmp_bytes = Integer(512 * 2**20, help="Size of a sandbox's private /tmp, and of a verdict's judges' "
+                                          "/var/tmp (memory: a process's RLIMIT_DATA does not count tmpfs "
+                                          "pages)").tag(config=True)
     shm_bytes = Integer(256 * 2**20, help="Size of a sandbox's private /dev/shm (DataLoader workers share "
                                           "tensors there)").tag(config=True)
     gpus = Bool(False, help="Bind the machine's GPU devices (/dev/nvidia*, /dev/dri, and /sys read-only) into each "
@@ -233,8 +239,11 @@ class KernelSandbox:
     process; `start_holder()` starts a sandbox whose first process only holds it open, for a kernel
     forked from the fork server to join (course/kernels/forkserver.py)."""
 
-    def __init__(self, work_dir, log=None, config=None):
+    judges = False  # a verdict's sandbox: its judges' own tmpfs (JUDGES_TMP), its working folder at JOB_FOLDER
+
+    def __init__(self, work_dir, log=None, config=None, judges=False):
         self.settings = Sandbox(config=config)  # the bounds: the grading command's Config, or the defaults
+        self.judges = judges
         require(config)
         self.work_dir = os.path.realpath(work_dir)
         self.log = log
@@ -259,6 +268,11 @@ class KernelSandbox:
         self.output = deque(maxlen=OUTPUT_KEPT)
         self.closed = False
 
+    @property
+    def inside(self) -> str:
+        """The working folder's path in the sandbox."""
+        return JOB_FOLDER if self.judges else self.work_dir
+
     def arguments(self, env, command, info_fd, seccomp_fd=None) -> list[str]:
         args = [self.settings.bwrap, *_isolation(), "--info-fd", str(info_fd)]
         for path in HOST_DIRS:
@@ -267,6 +281,8 @@ class KernelSandbox:
             elif os.path.isdir(path):
                 args += ["--ro-bind", path, path]
         args += ["--size", str(self.settings.tmp_bytes), "--tmpfs", "/tmp", "--dir", HOME]  # first: the runtime may live in /tmp
+        if self.judges:
+            args += ["--size", str(self.settings.tmp_bytes), "--tmpfs", JUDGES_TMP]
         for path in HOST_ETC:
             args += ["--ro-bind-try", path, path]
         for name in ("passwd", "group", "hosts"):
@@ -286,7 +302,7 @@ class KernelSandbox:
             args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
         args += ["--size", str(self.settings.shm_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
                  "--size", str(SOCKETS_BYTES), "--tmpfs", str(self.run_dir),
-                 "--bind", self.work_dir, self.work_dir, "--chdir", self.work_dir]
+                 "--bind", self.work_dir, self.inside, "--chdir", self.inside]
         if os.path.exists(self.connection_file):
             args += ["--ro-bind", self.connection_file, self.connection_file]
         args += ["--remount-ro", "/"]

@@ -501,7 +501,8 @@ class DecideGrades(NbGraderPreprocessor):
                    if cell["kind"] == "test" else cell for cell in cells]  # a test cell's text: tests.json
         with open(job_path, "w", encoding="utf-8") as job:
             json.dump({"cells": program, "timeout": self.cell_timeout(), **self.limits(),
-                       "sandboxed": sandbox.enabled(self.config), "grader_machine": self.grader_machine}, job)
+                       "sandboxed": sandbox.enabled(self.config), "grader_machine": self.grader_machine,
+                       "judges_tmp": sandbox.JUDGES_TMP if sandbox.enabled(self.config) else None}, job)
         for path, data in [(beside(job_path, "references.json"), references or []), (beside(job_path, "tests.json"), tests)]:
             with open(path, "w", encoding="utf-8") as file:  # read by the verdict only once its program runs apart
                 json.dump(data, file)
@@ -560,7 +561,8 @@ class DecideGrades(NbGraderPreprocessor):
         (torch already imported, as for `course grade`'s kernels) where it can be, else a new process
         (in the same sandbox, started again, as ForkedKernelProvisioner does for a kernel)."""
         env = forkserver.autograde_environment(self.config)
-        box = sandbox.KernelSandbox(folder, log=self.log, config=self.config)
+        box = sandbox.KernelSandbox(folder, log=self.log, config=self.config, judges=True)
+        job_path = os.path.join(box.inside, os.path.basename(job_path))  # where the verdict finds it
         if self.fork_server and sys.platform.startswith("linux"):
             try:
                 return box, forkserver.fork_into(box, sys.executable, [job_path], env, kept=[writer], verdict=True)

@@ -20,7 +20,8 @@ from nbformat.v4 import new_code_cell
 from traitlets.config import Config
 
 from course import classroom
-from course.kernels import forkserver
+from autograder import kernel
+from course.kernels import forkserver, sandbox
 from course.plugins import autograde
 from course.plugins.autograde import DecideGrades, SafeExecute, VerdictUnavailable
 from support.graders import each_grader_under_one_build
@@ -251,6 +252,47 @@ def test_a_cells_output_is_in_out_as_the_kernels_run_from_the_top_made_it():
     answer = ["torch.get_default_dtype()", "DTYPES = {'cpu': Out[2], 'again': _2}\ndef double(x):\n"
               "    return (2 * x).to(DTYPES['cpu'])"]
     assert decided(answer)["double0"]["passed"] is True
+
+
+@pytest.mark.parametrize("fork_server", [True, False], ids=["forked-from-the-fork-server", "a-new-process"])
+def test_a_students_cells_and_calls_write_anywhere_in_tmp_as_in_the_kernel(fork_server):
+    """The grading kernel may write anywhere in its /tmp: a right answer that logged to `/tmp/debug.log` lost its
+    test in the verdict, whose program could write only in its own folder. Either way the verdict starts."""
+    answer = ("import logging\nlogging.basicConfig(filename='/tmp/debug.log', level=logging.INFO, force=True)\n"
+              "log = logging.getLogger('double')\ndef double(x):\n    log.info('doubling %s', x.shape)\n"
+              "    with open('/tmp/calls.csv', 'a') as calls:\n        calls.write('double\\n')\n    return 2 * x")
+    assert decided(answer, tests=2, fork_server=fork_server)["double1"]["passed"] is True
+
+
+@pytest.mark.parametrize("folder", ["JUDGES_TMP", "JOB_FOLDER"])
+def test_the_program_writes_nowhere_the_judges_write(folder):
+    """The judges' files (a test's checkpoint, what a call saved) are in a tmpfs of their own, beside /tmp; the job's
+    folder, on the grader's disk, is outside /tmp too."""
+    if kernel.landlock_abi() < 1:
+        pytest.skip("this kernel has no Landlock: the program is confined by the sandbox alone")
+    answer = (f"import os\nFOLDER = {getattr(sandbox, folder)!r}\nassert os.path.isdir(FOLDER)\ntry:\n"
+              "    open(os.path.join(FOLDER, 'mine'), 'w').close()\n    WROTE = True\n"
+              "except PermissionError:  # Landlock's refusal, not a missing folder\n    WROTE = False\n"
+              "def double(x):\n    return x * (3 if WROTE else 2)")
+    assert decided(answer)["double0"]["passed"] is True
+
+
+# the student's cell leaves a file wherever a judge might read one: the kernel's home and temporary folder, a module
+# on a path a test adds (`double` is defined only once each is written)
+PLANTS = ("import os\nfor place in ['/tmp/planted_module.py', os.path.expanduser('~/planted'), '/tmp/planted']:\n"
+          "    with open(place, 'w') as file:\n        file.write('PLANTED = True\\n')\n"
+          "def double(x):\n    return 2 * x")
+READS_NOTHING_PLANTED = ("import os, sys, tempfile\nsys.path.insert(0, '/tmp')\ntry:\n    import planted_module\n"
+                         "    seen = [planted_module.__file__]\nexcept ImportError:\n    seen = []\n"
+                         "seen += [p for p in (os.path.expanduser('~/planted'), os.path.abspath('planted'),\n"
+                         "                     os.path.join(tempfile.gettempdir(), 'planted')) if os.path.exists(p)]\n"
+                         "assert not seen, seen\n" + DOUBLE_TEST)
+
+
+def test_the_judges_read_nothing_the_students_program_wrote():
+    """The program may write anywhere in /tmp: the judges' home, working folder and temporary files are elsewhere, and
+    they import no module from a folder the program can write."""
+    assert decided(PLANTS, test=READS_NOTHING_PLANTED)["double0"]["passed"] is True
 
 
 def test_an_error_the_students_function_raised_in_the_grader_shows_its_message_and_line():

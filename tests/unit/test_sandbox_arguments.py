@@ -80,6 +80,22 @@ def test_the_kernel_writes_only_its_working_folder_and_its_own_small_filesystems
     assert ("--chdir", box.work_dir) in found
 
 
+def test_a_verdicts_sandbox_keeps_its_judges_and_its_job_outside_tmp(box):
+    """The student's program may write anywhere in /tmp (autograder/verdict.py: judges_tmp): the judges get a sized
+    tmpfs of their own beside it, and the job's folder is bound outside it; a kernel's sandbox has neither (the test
+    above)."""
+    box.judges = True
+    found, _ = built(box)
+    writable = [o for o in found if o[0] in ("--bind", "--tmpfs", "--dir")]
+    assert writable == [("--tmpfs", "/tmp"), ("--dir", sandbox.HOME), ("--tmpfs", sandbox.JUDGES_TMP),
+                        ("--tmpfs", "/dev/shm"), ("--tmpfs", str(box.run_dir)),
+                        ("--bind", box.work_dir, sandbox.JOB_FOLDER)]
+    assert ("--chdir", sandbox.JOB_FOLDER) in found
+    sizes = {found[i + 1][1]: int(found[i][1]) for i, o in enumerate(found) if o[0] == "--size"}
+    assert sizes[sandbox.JUDGES_TMP] == box.settings.tmp_bytes
+    assert not any(folder.startswith("/tmp/") for folder in (sandbox.JUDGES_TMP, sandbox.JOB_FOLDER))
+
+
 @pytest.mark.parametrize("sizes", [{}, {"tmp_bytes": 3 * 2**20, "shm_bytes": 5 * 2**20}], ids=["defaults", "configured"])
 def test_each_tmpfs_is_sized(box, sizes):
     """As the Sandbox settings say (c.Sandbox.tmp_bytes / shm_bytes in nbgrader_config.py)."""
