@@ -133,8 +133,8 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None, 
                 break
         elif cell["kind"] == "test":
             cell = {**cell, **texts[cell["grade_id"]]}
-            try:
-                compile(cell["source"], "<test>", "exec", dont_inherit=True)
+            try:  # once, here: its judge runs this code
+                cell["code"] = compile(cell["source"], f"<test {cell['grade_id']}>", "exec", dont_inherit=True)
             except (SyntaxError, ValueError):  # the instructor's test cell, not the student's
                 _record(grader_fd, {"instructor_error": str(cell["grade_id"]), "error": "SyntaxError"})
                 break
@@ -976,7 +976,7 @@ def _test(cell, namespace) -> dict:
     from .messages import typed_field
 
     try:
-        exec(compile(cell["source"], f"<test {cell['grade_id']}>", "exec", dont_inherit=True), namespace)
+        exec(cell["code"], namespace)
     except JudgeOnlyCall as call:  # the test cell's own mistake: no process decided it
         return {"passed": False, "key": "verdict_test_cell_unsealed", "code": str(call)}
     except TestCellCode as code:
