@@ -123,9 +123,9 @@ def refuse_tracing():
 
 # Landlock (Linux 5.13 and later, unprivileged): a process restricts itself and everything it starts.
 # The verdict's program process (autograder/verdict.py), which runs the student's code, confines itself
-# before it does: it may write only where it is given (the sandbox's /tmp, beside the judges' own tmpfs; its own
-# folders without the sandbox), and (ABI 6, Linux 6.12) may not signal a process outside its domain, so the
-# student's code can neither touch the files a judge wrote nor stop the verdict.
+# before it does: it may write only in the temporary folder and /dev/shm (in the sandbox, beside the judges' own
+# tmpfs), and (ABI 6, Linux 6.12) may not signal a process outside its domain, so the student's code can neither
+# touch the files a judge wrote nor stop the verdict.
 LANDLOCK_CREATE_RULESET, LANDLOCK_ADD_RULE, LANDLOCK_RESTRICT_SELF = 444, 445, 446  # the same on every architecture
 LANDLOCK_RULE_PATH_BENEATH = 1
 # what a write is, by the ABI that knows it: write, remove, make (char, dir, file, socket, fifo, block,

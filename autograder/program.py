@@ -144,15 +144,16 @@ def run_cell(shell, loop, source, count=None):
 _PROGRAM_FOLDER = [None]  # the program's own folder (own_folder), its real path: where the student's modules are
 
 
-def own_folder(root, writable=None):
+def own_folder(root):
     """A new folder in `root`, in the sandbox's bounded /tmp, becomes the program's own: its working folder
-    and every temporary file's. Where the kernel has Landlock, the program (and every caller) writes nowhere
-    but beneath `writable` (default `root`: its own folder, and those where a caller runs cells again): in the
-    sandbox its whole /tmp, as the grading kernel may (a right answer that logged to `/tmp/debug.log` lost its
-    test), while the judges write in a tmpfs of their own, so no file a judge wrote can change under it; and
-    it signals no process outside the program (autograder/kernel.py)."""
+    and every temporary file's. Where the kernel has Landlock, the program (and every caller) writes nowhere but
+    in the temporary folder (/tmp, and the grader's where it is another) and /dev/shm, as the grading kernel may
+    (a right answer that logged to `/tmp/debug.log` lost its test when the program could write only its own
+    folder); in the sandbox the judges write and read elsewhere (verdict._judges_apart), so no file a judge
+    wrote can change under it. And it signals no process outside the program (autograder/kernel.py)."""
     from .kernel import confine
 
+    writable = sorted(set(filter(os.path.isdir, ["/tmp", tempfile.gettempdir(), "/dev/shm"])))
     folder = tempfile.mkdtemp(prefix="program-", dir=root)
     _PROGRAM_FOLDER[0] = os.path.realpath(folder)
     for name in ("TMPDIR", "HOME", "IPYTHONDIR", "MPLCONFIGDIR"):
@@ -160,7 +161,7 @@ def own_folder(root, writable=None):
     tempfile.tempdir = folder
     os.chdir(folder)
     try:
-        confine([writable or root, *filter(os.path.isdir, ["/dev/shm"])])
+        confine(writable)
     except OSError:  # a kernel that refuses: the deadlines and the sandbox still hold
         pass
 

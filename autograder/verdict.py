@@ -91,9 +91,8 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None, 
     `solutions`: a descriptor to read, once the program runs apart, the instructor's solutions that each
     test cell's caller binds (DecideGrades.references); `tests`: one to read then the test cells' text (grade
     id → {"source", "visible"}; a test cell in `cells` has none). Neither was ever in the program's memory.
-    `judges_tmp`: in the sandbox, the judges' own temporary folder beside its /tmp (sandbox.JUDGES_TMP), so that the
-    program may write anywhere in /tmp, as the grading kernel may; without it, the program writes only in its own
-    folders."""
+    `judges_tmp`: in the sandbox, the judges' own temporary folder beside its /tmp (sandbox.JUDGES_TMP), where the
+    program, which may write anywhere in /tmp as the grading kernel may (program.own_folder), cannot write."""
     # the parent → the program: fork the caller of the next test cell, with the ends of its pipes (made here per test,
     # so that no process that runs student code ever holds a later test's: a body that wrote on every descriptor it
     # had, called by a test cell as released in the program, had filled every later judge's pipe); its test has ended
@@ -105,11 +104,10 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None, 
     # verdict ends: in the sandbox its /tmp is gone anyway, but a grader without one (`course grade --no-sandbox`) kept
     # every notebook's files in its own /tmp
     root = tempfile.mkdtemp(prefix="verdict-")
-    writable = tempfile.gettempdir() if judges_tmp else root  # the program's, and its callers'
     program_pid = _fork()
     if program_pid == 0:
         start.close()
-        _program(cells, go, tells, timeout, root, writable)
+        _program(cells, go, tells, timeout, root)
     spared.add(program_pid)
     if judges_tmp:
         _judges_apart(judges_tmp)
@@ -302,7 +300,7 @@ def _no_audit_hooks(event, args):
         raise RuntimeError("no audit hook while grading / 评分时不添加审计钩子")
 
 
-def _program(cells, go, tells, timeout, root, writable):
+def _program(cells, go, tells, timeout, root):
     """The notebook as the student's kernel ran it, in this forked process, in a folder of its own in `root`;
     at each test cell, a caller forked from its state then (see the module docstring). Never returns."""
     try:
@@ -310,7 +308,7 @@ def _program(cells, go, tells, timeout, root, writable):
         go.shutdown(socket.SHUT_WR)  # what the parent sends, only
         _only_descriptors([go.fileno(), tells])
         sys.addaudithook(_no_audit_hooks)
-        program.own_folder(root, writable)
+        program.own_folder(root)
         from . import integrity
 
         shell, bound = program.new_shell(), {}

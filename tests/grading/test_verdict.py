@@ -254,14 +254,23 @@ def test_a_cells_output_is_in_out_as_the_kernels_run_from_the_top_made_it():
     assert decided(answer)["double0"]["passed"] is True
 
 
-@pytest.mark.parametrize("fork_server", [True, False], ids=["forked-from-the-fork-server", "a-new-process"])
-def test_a_students_cells_and_calls_write_anywhere_in_tmp_as_in_the_kernel(fork_server):
+@pytest.mark.parametrize("sandboxed, fork_server", [(True, True), (True, False), (False, True)],
+                         ids=["sandbox-forked-from-the-fork-server", "sandbox-a-new-process", "no-sandbox"])
+def test_a_students_cells_and_calls_write_anywhere_in_tmp_as_in_the_kernel(sandboxed, fork_server):
     """The grading kernel may write anywhere in its /tmp: a right answer that logged to `/tmp/debug.log` lost its
-    test in the verdict, whose program could write only in its own folder. Either way the verdict starts."""
-    answer = ("import logging\nlogging.basicConfig(filename='/tmp/debug.log', level=logging.INFO, force=True)\n"
+    test in the verdict, whose program could write only in its own folder. So on every grader, however the verdict
+    starts."""
+    log = f"/tmp/course-test-{uuid4().hex}"  # without the sandbox, the grader's own /tmp: removed afterwards
+    answer = (f"import logging\nlogging.basicConfig(filename='{log}.log', level=logging.INFO, force=True)\n"
               "log = logging.getLogger('double')\ndef double(x):\n    log.info('doubling %s', x.shape)\n"
-              "    with open('/tmp/calls.csv', 'a') as calls:\n        calls.write('double\\n')\n    return 2 * x")
-    assert decided(answer, tests=2, fork_server=fork_server)["double1"]["passed"] is True
+              f"    with open('{log}.csv', 'a') as calls:\n        calls.write('double\\n')\n    return 2 * x")
+    try:
+        records = decided(answer, tests=2, fork_server=fork_server,
+                          config=Config({"Sandbox": {"enabled": sandboxed}}))
+    finally:
+        for written in (f"{log}.log", f"{log}.csv"):
+            Path(written).unlink(missing_ok=True)
+    assert records["double1"]["passed"] is True
 
 
 @pytest.mark.parametrize("folder", ["JUDGES_TMP", "JOB_FOLDER"])

@@ -314,7 +314,8 @@ def test_a_cell_runs_as_a_kernel_runs_it_magics_and_top_level_await(fresh_shell)
 
 @pytest.mark.parametrize("refused, shm", [(False, True), (True, True), (False, False)],
                          ids=["confined", "landlock-refuses", "no-dev-shm"])
-def test_the_program_makes_its_own_folder_everything_temporary_goes_to(tmp_path, monkeypatch, refused, shm):
+def test_the_program_makes_its_own_folder_everything_temporary_goes_to_and_writes_only_temporary_folders(
+        tmp_path, monkeypatch, refused, shm):
     import tempfile
 
     from autograder import kernel
@@ -330,8 +331,11 @@ def test_the_program_makes_its_own_folder_everything_temporary_goes_to(tmp_path,
     monkeypatch.setattr(program, "_PROGRAM_FOLDER", [None])
     monkeypatch.setattr(tempfile, "tempdir", None)
     monkeypatch.chdir(tmp_path)
-    for name in ("TMPDIR", "HOME", "IPYTHONDIR", "MPLCONFIGDIR"):
+    for name in ("HOME", "IPYTHONDIR", "MPLCONFIGDIR"):
         monkeypatch.setenv(name, "/elsewhere")
+    graders_tmp = tmp_path / "graders-tmp"  # a grader whose temporary folder is not /tmp
+    graders_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(graders_tmp))
     isdir = os.path.isdir
     with monkeypatch.context() as machine:  # a machine with or without /dev/shm
         machine.setattr(os.path, "isdir", lambda path: (shm and isdir(path)) if path == "/dev/shm" else isdir(path))
@@ -340,7 +344,8 @@ def test_the_program_makes_its_own_folder_everything_temporary_goes_to(tmp_path,
     assert os.path.dirname(folder) == os.path.realpath(tmp_path) and os.path.basename(folder).startswith("program-")
     assert os.getcwd() == folder and tempfile.gettempdir() == folder
     assert [os.environ[name] for name in ("TMPDIR", "HOME", "IPYTHONDIR", "MPLCONFIGDIR")] == [folder] * 4
-    assert confined == [[str(tmp_path), *(["/dev/shm"] if shm and os.path.isdir("/dev/shm") else [])]]
+    # where the grading kernel may write too: a right answer that logged to /tmp/debug.log kept its points there
+    assert confined == [sorted(["/tmp", str(graders_tmp), *(["/dev/shm"] if shm and os.path.isdir("/dev/shm") else [])])]
 
 
 def test_a_name_the_test_binds_is_the_tests_own_on_every_machine():
