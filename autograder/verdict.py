@@ -192,7 +192,9 @@ def _judges_apart(folder):
 
 class _ReadOnlyModules:
     """A meta path finder first in the judges' list: a module is found as the finders after it find it, and refused
-    unless every place it comes from is on a read-only mount (the runtime, bound into the sandbox read-only)."""
+    unless every place it comes from is on a read-only mount (the runtime, bound into the sandbox read-only): its
+    file, its cached bytecode (a link to a read-only `.py` beside a `.pyc` of the student's ran the student's code),
+    its package's folders."""
 
     def find_spec(self, name, path=None, target=None):
         for finder in sys.meta_path:
@@ -202,17 +204,31 @@ class _ReadOnlyModules:
                 break
         else:
             return None
-        places = [spec.origin] if spec.has_location else []
-        if not all(map(_read_only, places + list(spec.submodule_search_locations or []))):
+        places = [spec.origin, spec.cached] if spec.has_location else []
+        if not all(map(_read_only, filter(None, places + list(spec.submodule_search_locations or [])))):
             raise ImportError(f"{name}: not imported from a folder the student's program can write / "
                               f"不从学生程序可写的文件夹导入", name=name)
         return spec
 
 
-def _read_only(path) -> bool:
-    """Whether `path` (or, where it is not there, its nearest folder that is) is on a read-only mount."""
-    while not os.path.exists(path) and os.path.dirname(path) != path:
-        path = os.path.dirname(path)
+def _read_only(path, links=40) -> bool:
+    """Whether `path` (or, where it is not there, its nearest folder that is) is on a read-only mount, and so is every
+    link on the way to it: a link in a folder the program can write may point elsewhere once this has looked."""
+    parts = os.path.normpath(os.path.join("/", path)).split("/")[1:]
+    reached = "/"
+    for k, part in enumerate(parts):
+        step = os.path.join(reached, part)
+        if not os.path.lexists(step):
+            break
+        if os.path.islink(step):
+            if links == 0 or not _on_read_only_mount(reached):
+                return False
+            return _read_only(os.path.join(reached, os.readlink(step), *parts[k + 1:]), links - 1)
+        reached = step
+    return _on_read_only_mount(reached)
+
+
+def _on_read_only_mount(path) -> bool:
     return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
 
 

@@ -89,6 +89,7 @@ OUTPUT_LIMIT = 1 * 2**20  # bytes of a sandbox's own output kept for the log (a 
 JUDGES_TMP = "/var/tmp"
 JOB_FOLDER = "/var/job"
 SOCKETS_BYTES = 1 * 2**20  # the sockets' own tmpfs: sockets take no space, nothing else belongs there
+FOLDS_BYTES = 64 * 2**10  # a read-only tmpfs around mounts in /tmp (`_folders_around_mounts`): mount points only
 PRIVATE_PREFIX = "course-kernel-"  # + the grading process's pid: a sandbox's private folder in /tmp
 
 
@@ -203,6 +204,20 @@ def site_packages_added_by_pth_files(folders) -> list[str]:
     return added
 
 
+def _folders_around_mounts(paths) -> list[str]:
+    """The folders right in /tmp that hold one of `paths` (a mount of the sandbox's: the runtime where it lives in
+    /tmp, as in a fresh clone; a kernel's sockets and working folder), each to be a small read-only tmpfs of its own.
+    In /tmp, where the sandbox's processes may write, such a folder is theirs: a student's program renamed the folder
+    around the bound runtime, put folders of its own where the mounts were, and a judge imported its code. A mount
+    point cannot be renamed, nor a read-only one written."""
+    folders = set()
+    for path in paths:
+        parts = Path(path).parts
+        if len(parts) > 3 and parts[:2] == ("/", "tmp"):  # /tmp/x itself is a mount point already
+            folders.add(os.path.join("/tmp", parts[2]))
+    return sorted(folders - {HOME})
+
+
 def too_wide(folder) -> str | None:
     """What `folder` holds that no kernel may write: part of a course (`source/`, `gradebook.db`, …),
     the runtime, the temporary folder where every sandbox keeps its sockets, the grader's home."""
@@ -281,6 +296,10 @@ class KernelSandbox:
             elif os.path.isdir(path):
                 args += ["--ro-bind", path, path]
         args += ["--size", str(self.settings.tmp_bytes), "--tmpfs", "/tmp", "--dir", HOME]  # first: the runtime may live in /tmp
+        around = _folders_around_mounts([*runtime_paths(), os.path.realpath(command[0]), str(self.run_dir),
+                                         self.connection_file, self.inside])
+        for folder in around:
+            args += ["--size", str(FOLDS_BYTES), "--tmpfs", folder]
         if self.judges:
             args += ["--size", str(self.settings.tmp_bytes), "--tmpfs", JUDGES_TMP]
         for path in HOST_ETC:
@@ -305,6 +324,8 @@ class KernelSandbox:
                  "--bind", self.work_dir, self.inside, "--chdir", self.inside]
         if os.path.exists(self.connection_file):
             args += ["--ro-bind", self.connection_file, self.connection_file]
+        for folder in around:
+            args += ["--remount-ro", folder]
         args += ["--remount-ro", "/"]
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]

@@ -287,12 +287,22 @@ def test_the_program_writes_nowhere_the_judges_write(folder):
 
 
 # the student's cell leaves a file wherever a judge might read one: the kernel's home and temporary folder, a module
-# on a path a test adds (`double` is defined only once each is written)
-PLANTS = ("import os\nfor place in ['/tmp/planted_module.py', os.path.expanduser('~/planted'), '/tmp/planted']:\n"
+# on a path a test adds, and one there that links to a read-only module beside bytecode of the student's, which
+# Python runs when its header names the linked file's time and size (`double` is defined only once each is written)
+PLANTS = ("import importlib.util, marshal, os\n"
+          "for place in ['/tmp/planted_module.py', os.path.expanduser('~/planted'), '/tmp/planted']:\n"
           "    with open(place, 'w') as file:\n        file.write('PLANTED = True\\n')\n"
+          "os.symlink(os.__file__, '/tmp/linked_module.py')\nos.makedirs('/tmp/__pycache__', exist_ok=True)\n"
+          "linked = os.stat(os.__file__)\n"
+          "with open(importlib.util.cache_from_source('/tmp/linked_module.py'), 'wb') as file:\n"
+          "    file.write(importlib.util.MAGIC_NUMBER + bytes(4) + int(linked.st_mtime).to_bytes(4, 'little')\n"
+          "               + (linked.st_size & 0xFFFFFFFF).to_bytes(4, 'little')\n"
+          "               + marshal.dumps(compile('PLANTED = True', 'linked', 'exec')))\n"
           "def double(x):\n    return 2 * x")
-READS_NOTHING_PLANTED = ("import os, sys, tempfile\nsys.path.insert(0, '/tmp')\ntry:\n    import planted_module\n"
-                         "    seen = [planted_module.__file__]\nexcept ImportError:\n    seen = []\n"
+READS_NOTHING_PLANTED = ("import os, sys, tempfile\nsys.path.insert(0, '/tmp')\nseen = []\n"
+                         "for name in ('planted_module', 'linked_module'):\n    try:\n"
+                         "        module = __import__(name)\n    except ImportError:\n        continue\n"
+                         "    if getattr(module, 'PLANTED', False):\n        seen.append(module.__file__)\n"
                          "seen += [p for p in (os.path.expanduser('~/planted'), os.path.abspath('planted'),\n"
                          "                     os.path.join(tempfile.gettempdir(), 'planted')) if os.path.exists(p)]\n"
                          "assert not seen, seen\n" + DOUBLE_TEST)

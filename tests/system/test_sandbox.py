@@ -585,3 +585,34 @@ def test_private_folders_of_dead_graders_are_removed(tmp_path):
         assert not stale.exists() and alive.exists() and not box.private.exists()
     finally:
         shutil.rmtree(stale, ignore_errors=True), shutil.rmtree(alive, ignore_errors=True)
+
+
+def test_no_process_may_move_or_fill_the_folders_around_its_mounts_in_tmp(tmp_path, monkeypatch):
+    """A fresh clone's runtime lives in /tmp, where the sandbox's processes may write: a student's program renamed
+    the folder around the bound runtime, made one of its own in its place, and a judge imported its code. The
+    folders around the mounts are read-only mount points (sandbox._folders_around_mounts); the rest of /tmp is the
+    sandbox's own."""
+    if Path(tmp_path).parts[:2] != ("/", "tmp"):
+        pytest.skip("this grader's temporary folder is not /tmp")
+    runtime = tmp_path / "clone" / "runtime"  # bound read-only, as a fresh clone's environment is
+    runtime.mkdir(parents=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    real = sandbox.runtime_paths()
+    monkeypatch.setattr(sandbox, "runtime_paths", lambda: [*real, str(runtime)])
+    top, middle = Path("/tmp", tmp_path.parts[2]), runtime.parent
+    attempts = {"rename the folder around the mounts": f"os.rename({str(top)!r}, '/tmp/moved')",
+                "rename a folder inside it": f"os.rename({str(middle)!r}, {str(middle)!r} + '.moved')",
+                "add a file beside the mounts": f"open({str(middle / 'planted.py')!r}, 'w').close()",
+                "add a file to the runtime": f"open({str(runtime / 'planted.py')!r}, 'w').close()",
+                "write elsewhere in /tmp": "open('/tmp/mine', 'w').close()"}
+    script = "import json, os\ndone = {}\n" + "".join(
+        f"try:\n    {code}\n    done[{what!r}] = True\nexcept OSError:\n    done[{what!r}] = False\n"
+        for what, code in attempts.items()) + "open('out', 'w').write(json.dumps(done))\n"
+    box = sandbox.KernelSandbox(work)
+    try:
+        box.start([sys.executable, "-c", script], sandbox.environment(gpus=False)).wait(timeout=60)
+    finally:
+        box.close()
+    done = json.loads((work / "out").read_text())
+    assert [what for what, written in done.items() if written] == ["write elsewhere in /tmp"]

@@ -51,6 +51,11 @@ def built(box, env=None, command=(PYTHON, "-m", "ipykernel"), seccomp_fd=None) -
     return options(box.arguments(env or {}, list(command), 7, seccomp_fd))
 
 
+def writable(found) -> list[tuple]:
+    """The mounts a sandbox's processes may write, in order: not those remounted read-only."""
+    return [o for o in found if o[0] in ("--bind", "--tmpfs", "--dir") and ("--remount-ro", o[-1]) not in found]
+
+
 @pytest.fixture
 def no_gpu(monkeypatch):
     """A machine without NVIDIA devices, whatever this one has."""
@@ -72,8 +77,7 @@ def test_the_kernel_writes_only_its_working_folder_and_its_own_small_filesystems
     """Everything is bound read-only, then / remounted read-only: what is writable is the course folder
     (the submission's own), the tmpfs's of the sandbox's own memory, and the devices bound for CUDA."""
     found, _ = built(box)
-    writable = [o for o in found if o[0] in ("--bind", "--tmpfs", "--dir")]
-    assert writable == [("--tmpfs", "/tmp"), ("--dir", sandbox.HOME), ("--tmpfs", "/dev/shm"),
+    assert writable(found) == [("--tmpfs", "/tmp"), ("--dir", sandbox.HOME), ("--tmpfs", "/dev/shm"),
                         ("--tmpfs", str(box.run_dir)), ("--bind", box.work_dir, box.work_dir)]
     assert found.index(("--remount-ro", "/")) > max(i for i, o in enumerate(found) if o[0] in MOUNTS)
     assert found.index(("--remount-ro", "/dev")) > found.index(("--tmpfs", "/dev/shm"))
@@ -86,8 +90,7 @@ def test_a_verdicts_sandbox_keeps_its_judges_and_its_job_outside_tmp(box):
     above)."""
     box.judges = True
     found, _ = built(box)
-    writable = [o for o in found if o[0] in ("--bind", "--tmpfs", "--dir")]
-    assert writable == [("--tmpfs", "/tmp"), ("--dir", sandbox.HOME), ("--tmpfs", sandbox.JUDGES_TMP),
+    assert writable(found) == [("--tmpfs", "/tmp"), ("--dir", sandbox.HOME), ("--tmpfs", sandbox.JUDGES_TMP),
                         ("--tmpfs", "/dev/shm"), ("--tmpfs", str(box.run_dir)),
                         ("--bind", box.work_dir, sandbox.JOB_FOLDER)]
     assert ("--chdir", sandbox.JOB_FOLDER) in found
@@ -96,13 +99,32 @@ def test_a_verdicts_sandbox_keeps_its_judges_and_its_job_outside_tmp(box):
     assert not any(folder.startswith("/tmp/") for folder in (sandbox.JUDGES_TMP, sandbox.JOB_FOLDER))
 
 
+def test_a_folder_in_tmp_around_a_mount_is_a_small_read_only_tmpfs(box, monkeypatch):
+    """A runtime in /tmp (a fresh clone's environment and `autograder/`): a student's program that may write anywhere
+    in /tmp renamed the folder around its mounts and put a runtime of its own in their place, which a judge then
+    imported. That folder is a mount point now, read-only once the mounts inside it are made; /tmp/x itself, or the
+    sandbox's home, is none."""
+    runtime = ["/tmp/clone/.venv", "/tmp/clone/autograder", "/tmp/alone"]
+    monkeypatch.setattr(sandbox, "runtime_paths", lambda: runtime)
+    found, _ = built(box, command=("/tmp/clone/.venv/bin/python", "-m", "ipykernel"))
+    assert ("--tmpfs", "/tmp/clone") in found and ("--tmpfs", "/tmp/alone") not in found
+    made = found.index(("--tmpfs", "/tmp/clone"))
+    binds = [i for i, o in enumerate(found) if o[0] == "--ro-bind" and o[1].startswith("/tmp/clone/")]
+    assert found.index(("--tmpfs", "/tmp")) < made < min(binds) and max(binds) < found.index(("--remount-ro", "/tmp/clone"))
+    assert found[made - 1] == ("--size", str(sandbox.FOLDS_BYTES))
+    assert ("--tmpfs", "/tmp/clone") not in writable(found)
+    assert sandbox._folders_around_mounts([f"{sandbox.HOME}/x", "/tmp/y"]) == []
+
+
 @pytest.mark.parametrize("sizes", [{}, {"tmp_bytes": 3 * 2**20, "shm_bytes": 5 * 2**20}], ids=["defaults", "configured"])
 def test_each_tmpfs_is_sized(box, sizes):
     """As the Sandbox settings say (c.Sandbox.tmp_bytes / shm_bytes in nbgrader_config.py)."""
     box.settings = sandbox.Sandbox(bwrap=BWRAP, **sizes)
     found, _ = built(box)
     sizes = {found[i + 1][1]: int(found[i][1]) for i, o in enumerate(found) if o[0] == "--size"}
-    assert sizes == {"/tmp": box.settings.tmp_bytes, "/dev/shm": box.settings.shm_bytes, str(box.run_dir): sandbox.SOCKETS_BYTES}
+    around = {folder: sandbox.FOLDS_BYTES for folder in sandbox._folders_around_mounts([box.work_dir, str(box.run_dir)])}
+    assert sizes == {"/tmp": box.settings.tmp_bytes, "/dev/shm": box.settings.shm_bytes,
+                     str(box.run_dir): sandbox.SOCKETS_BYTES, **around}
     assert all(found[i + 1][0] == "--tmpfs" for i, o in enumerate(found) if o[0] == "--size")
     assert found.index(("--tmpfs", "/tmp")) < min(i for i, o in enumerate(found) if o[0] == "--ro-bind" and
                                                  o[1] in sandbox.runtime_paths())  # the runtime may live in /tmp
