@@ -286,11 +286,11 @@ def test_the_program_writes_nowhere_the_judges_write(folder):
     assert decided(answer)["double0"]["passed"] is True
 
 
-# the student's cell leaves a file wherever a judge might read one: the kernel's home and temporary folder, a module
+# the student's cell leaves a file wherever a judge might read one: the sandbox's home and temporary folder, a module
 # on a path a test adds, and one there that links to a read-only module beside bytecode of the student's, which
 # Python runs when its header names the linked file's time and size (`double` is defined only once each is written)
 PLANTS = ("import importlib.util, marshal, os\n"
-          "for place in ['/tmp/planted_module.py', os.path.expanduser('~/planted'), '/tmp/planted']:\n"
+          f"for place in ['/tmp/planted_module.py', '{sandbox.HOME}/planted', '/tmp/planted']:\n"
           "    with open(place, 'w') as file:\n        file.write('PLANTED = True\\n')\n"
           "os.symlink(os.__file__, '/tmp/linked_module.py')\nos.makedirs('/tmp/__pycache__', exist_ok=True)\n"
           "linked = os.stat(os.__file__)\n"
