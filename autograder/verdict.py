@@ -183,7 +183,9 @@ def _judges_apart(folder):
     on a path a test cell adds). Only the modules a judge has not imported yet are at stake: these are checked."""
     home = os.path.join(folder, "home")
     os.makedirs(home, exist_ok=True)
-    os.environ.update(HOME=home, TMPDIR=folder)  # where libraries read their config (~/.config/…) and write caches
+    # where libraries read their config (~/.config/…) and keep caches, Inductor's code cache too (torch._dynamo, imported
+    # before any cell, set it in /tmp: a judge that compiled would have run what the program left there)
+    os.environ.update(HOME=home, TMPDIR=folder, TORCHINDUCTOR_CACHE_DIR=os.path.join(folder, "torchinductor"))
     os.chdir(folder)  # where some read theirs too (./matplotlibrc)
     tempfile.tempdir = folder
     calls.TEMPORARY[0] = os.path.join(folder, "")
@@ -202,7 +204,10 @@ class _ReadOnlyModules:
             spec = find(name, path, target) if find else None
             if spec is not None:
                 break
-        else:
+        else:  # Python asks the finders after this one again: a module the program puts in a folder it may write, on
+            # the path searched, in between would be taken unchecked. Not found is then final.
+            if any(isinstance(entry, str) and not _read_only(entry) for entry in (sys.path if path is None else path)):
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
             return None
         places = [spec.origin, spec.cached] if spec.has_location else []
         if not all(map(_read_only, filter(None, places + list(spec.submodule_search_locations or [])))):
@@ -213,11 +218,14 @@ class _ReadOnlyModules:
 
 def _read_only(path, links=40) -> bool:
     """Whether `path` (or, where it is not there, its nearest folder that is) is on a read-only mount, and so is every
-    link on the way to it: a link in a folder the program can write may point elsewhere once this has looked."""
-    parts = os.path.normpath(os.path.join("/", path)).split("/")[1:]
+    link on the way to it: a link in a folder the program can write may point elsewhere once this has looked. Each
+    part is taken as the kernel takes it, `..` after the links before it (not collapsed as text first)."""
+    parts = os.path.join("/", path).split("/")[1:]
     reached = "/"
     for k, part in enumerate(parts):
-        step = os.path.join(reached, part)
+        if part in ("", "."):
+            continue
+        step = os.path.dirname(reached) if part == ".." else os.path.join(reached, part)
         if not os.path.lexists(step):
             break
         if os.path.islink(step):

@@ -91,7 +91,8 @@ def test_a_tests_clock_stands_still_while_cells_run_again_and_no_longer_than_its
     os.write(caller, marks)
     told = []
     started = time.monotonic()
-    result = verdict.run_test({"grade_id": "t", "source": "pass"}, {}, 0.3, calls, asks, clock=clock,
+    result = verdict.run_test({"grade_id": "t", "source": "pass", "code": compile("pass", "<test t>", "exec")}, {}, 0.3,
+                              calls, asks, clock=clock,
                               paused=lambda: told.append(True), allowance=0.3 * RUN_AGAIN_ALLOWANCE)
     took = time.monotonic() - started
     assert result["key"] == "timed_out" and told == [True] * (b"(" in marks)
@@ -415,3 +416,45 @@ def test_after_the_programs_audit_hook_no_other_is_added():
             "print(len(seen))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "0", done.stderr
+
+
+def test_the_judges_take_a_module_only_through_read_only_folders_and_links(tmp_path, monkeypatch):
+    """verdict._read_only, as the judges' import guard asks it: a link the program could have made (one in a folder it
+    may write) counts as the program's, wherever it points now, and `..` is taken after the links before it, as the
+    kernel takes it (collapsed as text, `/tmp/x/../clone/…` named the read-only clone while the kernel followed x)."""
+    read_only, writable = tmp_path / "ro", tmp_path / "w"
+    (read_only / "sub").mkdir(parents=True)
+    (writable / "deep").mkdir(parents=True)
+    (writable / "ro").mkdir()
+    for folder in (read_only, writable / "ro"):
+        (folder / "mod.py").write_text("X = 1\n")
+    (writable / "link.py").symlink_to(read_only / "mod.py")
+    (read_only / "link.py").symlink_to(read_only / "mod.py")
+    (read_only / "out.py").symlink_to(writable / "ro" / "mod.py")
+    (tmp_path / "x").symlink_to(writable / "deep")  # made by the program, beside the read-only folder
+    monkeypatch.setattr(verdict, "_on_read_only_mount", lambda path: str(path).startswith(str(read_only)))
+    decided = {name: verdict._read_only(str(path)) for name, path in {
+        "a file in a read-only folder": read_only / "mod.py",
+        "a file in a writable folder": writable / "ro" / "mod.py",
+        "a link in a writable folder to a read-only file": writable / "link.py",
+        "a link in a read-only folder to a read-only file": read_only / "link.py",
+        "a link in a read-only folder to a writable file": read_only / "out.py",
+        "not there yet, in a read-only folder": read_only / "sub" / "__pycache__" / "mod.pyc",
+        "dot-dot after a link of the program's": f"{tmp_path}/x/../ro/mod.py",
+    }.items()}
+    assert [name for name, taken in decided.items() if taken] == [
+        "a file in a read-only folder", "a link in a read-only folder to a read-only file",
+        "not there yet, in a read-only folder"]
+
+
+def test_a_module_the_judges_do_not_find_stays_not_found_where_the_program_may_write(tmp_path, monkeypatch):
+    """Python asks every finder again after the judges' guard found nothing: a module the program wrote in between, in
+    a folder it may write on the path searched, was imported unchecked (the second reader's race). Not found is final
+    there; on a read-only path, the usual None (importlib.util.find_spec's probes go on as before)."""
+    read_only, writable = tmp_path / "ro", tmp_path / "w"
+    read_only.mkdir(), writable.mkdir()
+    monkeypatch.setattr(verdict, "_on_read_only_mount", lambda path: str(path).startswith(str(read_only)))
+    guard = verdict._ReadOnlyModules()
+    assert guard.find_spec("no_such_module_anywhere", [str(read_only)]) is None
+    with pytest.raises(ModuleNotFoundError):
+        guard.find_spec("no_such_module_anywhere", [str(read_only), str(writable)])
