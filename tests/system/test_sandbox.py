@@ -471,10 +471,11 @@ def test_without_cgroups_grading_goes_on_and_says_what_holds(tmp_path, monkeypat
     with caplog.at_level(logging.WARNING):
         box.start(["/bin/sh", "-c", "echo ran > out; sleep 30"], sandbox.environment(gpus=False))
     deadline = time.monotonic() + 10
-    while not (tmp_path / "out").exists() and time.monotonic() < deadline:
+    out = tmp_path / "out"  # made empty by the redirection first, then written: wait for what it says
+    while not (out.exists() and out.read_text()) and time.monotonic() < deadline:
         time.sleep(0.05)
     box.close()
-    assert box.group is None and (tmp_path / "out").read_text() == "ran\n"
+    assert box.group is None and out.read_text() == "ran\n"
     assert fingerprint("sandbox_no_group").en in caplog.text and fingerprint("sandbox_no_group").zh in caplog.text
     assert "no cgroup here (test)" in caplog.text
 
