@@ -418,21 +418,28 @@ def test_after_the_programs_audit_hook_no_other_is_added():
     assert done.returncode == 0 and done.stdout.strip() == "0", done.stderr
 
 
-def test_the_judges_take_a_module_only_through_read_only_folders_and_links(tmp_path, monkeypatch):
+@pytest.fixture
+def mounts(tmp_path, monkeypatch):
+    """Two folders as the judges see them: one on a read-only mount (the runtime), one the program may write."""
+    read_only, writable = tmp_path / "ro", tmp_path / "w"
+    read_only.mkdir(), writable.mkdir()
+    monkeypatch.setattr(verdict, "_on_read_only_mount", lambda path: str(path).startswith(str(read_only)))
+    return read_only, writable
+
+
+def test_the_judges_take_a_module_only_through_read_only_folders_and_links(tmp_path, mounts):
     """verdict._read_only, as the judges' import guard asks it: a link the program could have made (one in a folder it
     may write) counts as the program's, wherever it points now, and `..` is taken after the links before it, as the
     kernel takes it (collapsed as text, `/tmp/x/../clone/…` named the read-only clone while the kernel followed x)."""
-    read_only, writable = tmp_path / "ro", tmp_path / "w"
-    (read_only / "sub").mkdir(parents=True)
-    (writable / "deep").mkdir(parents=True)
-    (writable / "ro").mkdir()
+    read_only, writable = mounts
+    for folder in (read_only / "sub", writable / "deep", writable / "ro"):
+        folder.mkdir()
     for folder in (read_only, writable / "ro"):
         (folder / "mod.py").write_text("X = 1\n")
     (writable / "link.py").symlink_to(read_only / "mod.py")
     (read_only / "link.py").symlink_to(read_only / "mod.py")
     (read_only / "out.py").symlink_to(writable / "ro" / "mod.py")
     (tmp_path / "x").symlink_to(writable / "deep")  # made by the program, beside the read-only folder
-    monkeypatch.setattr(verdict, "_on_read_only_mount", lambda path: str(path).startswith(str(read_only)))
     decided = {name: verdict._read_only(str(path)) for name, path in {
         "a file in a read-only folder": read_only / "mod.py",
         "a file in a writable folder": writable / "ro" / "mod.py",
@@ -447,13 +454,11 @@ def test_the_judges_take_a_module_only_through_read_only_folders_and_links(tmp_p
         "not there yet, in a read-only folder"]
 
 
-def test_a_module_the_judges_do_not_find_stays_not_found_where_the_program_may_write(tmp_path, monkeypatch):
+def test_a_module_the_judges_do_not_find_stays_not_found_where_the_program_may_write(mounts):
     """Python asks every finder again after the judges' guard found nothing: a module the program wrote in between, in
     a folder it may write on the path searched, was imported unchecked (the second reader's race). Not found is final
     there; on a read-only path, the usual None (importlib.util.find_spec's probes go on as before)."""
-    read_only, writable = tmp_path / "ro", tmp_path / "w"
-    read_only.mkdir(), writable.mkdir()
-    monkeypatch.setattr(verdict, "_on_read_only_mount", lambda path: str(path).startswith(str(read_only)))
+    read_only, writable = mounts
     guard = verdict._ReadOnlyModules()
     assert guard.find_spec("no_such_module_anywhere", [str(read_only)]) is None
     with pytest.raises(ModuleNotFoundError):
