@@ -142,9 +142,15 @@ def run_cell(shell, loop, source, count=None):
 
 
 _PROGRAM_FOLDER = [None]  # the program's own folder (own_folder), its real path: where the student's modules are
+# The temporary folders the program's cells write by absolute path (`/tmp/outputs`), where the verdict's sandbox has
+# them to itself: each cell's files there are listed as its own folder's are (listed_files), and each machine its
+# cells run again on has its own of what they made there (TemporaryFiles). Without the sandbox they are the
+# grader's, which every process on it shares: none.
+_TEMPORARY = []
+HELD_PREFIX = ".course-held-"  # + the test's name: where a machine's files in a temporary folder wait (TemporaryFiles)
 
 
-def own_folder(root):
+def own_folder(root, private_tmp=False):
     """A new folder in `root`, in the sandbox's bounded /tmp, becomes the program's own: its working folder
     and every temporary file's. Where the kernel has Landlock, the program (and every caller) writes nowhere but
     in the temporary folder (/tmp, and the grader's where it is another) and /dev/shm, as the grading kernel may
@@ -154,6 +160,7 @@ def own_folder(root):
     from .kernel import confine
 
     writable = sorted(set(filter(os.path.isdir, ["/tmp", tempfile.gettempdir(), "/dev/shm"])))
+    _TEMPORARY[:] = [os.path.realpath(path) for path in writable] if private_tmp else []
     folder = tempfile.mkdtemp(prefix="program-", dir=root)
     _PROGRAM_FOLDER[0] = os.path.realpath(folder)
     for name in ("TMPDIR", "HOME", "IPYTHONDIR", "MPLCONFIGDIR"):
@@ -175,27 +182,49 @@ _FILES_LIMIT, _FILES_BYTES, _DATA_SET_ENTRIES = 20_000, 64 * 2**20, 256
 
 
 def listed_files() -> dict | None:
-    """The paths in the program's folder, relative to it, each with its size, modification and access times
-    (zeros for a folder); None where there are more than _FILES_LIMIT, or they could not be listed. A data set's
-    folder (_DATA_SET_ENTRIES) is listed, not what it holds: what a cell made there, wrote or read is not seen,
-    while a data set a cell made is (its folder is new)."""
+    """The paths in the program's folder, relative to it, each with its size, modification and access times (zeros
+    for a folder); None where there are more than _FILES_LIMIT, or they could not be listed. A data set's folder
+    (_DATA_SET_ENTRIES) is listed, not what it holds: what a cell made there, wrote or read is not seen, while a
+    data set a cell made is (its folder is new). And those in the temporary folders the program has to itself
+    (_TEMPORARY), by their absolute paths, where they are no more than _FILES_LIMIT either; there the verdict's own
+    folder (the program's and those where cells run again) and mount points (the runtime bound there) are not the
+    program's files."""
     found = {}
     try:
-        for parent, folders, names in os.walk(_PROGRAM_FOLDER[0]):
-            if parent != _PROGRAM_FOLDER[0] and len(folders) + len(names) > _DATA_SET_ENTRIES:
-                found[os.path.relpath(parent, _PROGRAM_FOLDER[0])] = (_FILES_BYTES + 1, 0, 0)  # the same each time
-                folders.clear()  # os.walk goes no deeper
-                continue
-            for name in folders + names:
-                path = os.path.join(parent, name)
-                state = os.lstat(path)
-                found[os.path.relpath(path, _PROGRAM_FOLDER[0])] = (
-                    (0, 0, 0) if name in folders else (state.st_size, state.st_mtime_ns, state.st_atime_ns))
-                if len(found) > _FILES_LIMIT:
-                    return None
-    except OSError:
+        _list(_PROGRAM_FOLDER[0], found, lambda path: os.path.relpath(path, _PROGRAM_FOLDER[0]))
+    except (OSError, OverflowError):
         return None
+    temporary = {}
+    with contextlib.suppress(OSError, OverflowError):
+        for root in _TEMPORARY:
+            _list(root, temporary, lambda path: path, _the_programs)
+        found.update(temporary)
     return found
+
+
+def _list(top, found, key, programs=lambda path: True):
+    """listed_files, for the folder `top`: what it holds, by `key(path)`, into `found`, but the folders that are not
+    the `programs`."""
+    start = len(found)
+    for parent, folders, names in os.walk(top):
+        if parent != top and len(folders) + len(names) > _DATA_SET_ENTRIES:
+            found[key(parent)] = (_FILES_BYTES + 1, 0, 0)  # the same each time
+            folders.clear()  # os.walk goes no deeper
+            continue
+        folders[:] = [name for name in folders if programs(os.path.join(parent, name))]
+        for name in folders + names:
+            path = os.path.join(parent, name)
+            state = os.lstat(path)
+            found[key(path)] = (0, 0, 0) if name in folders else (state.st_size, state.st_mtime_ns, state.st_atime_ns)
+            if len(found) - start > _FILES_LIMIT:
+                raise OverflowError
+
+
+def _the_programs(folder) -> bool:
+    """Whether a folder in a temporary folder is the program's: not the verdict's own, where a machine's files wait
+    (HELD_PREFIX) or a mount point."""
+    return (folder != _verdict_folder() and not os.path.basename(folder).startswith(HELD_PREFIX)
+            and not os.path.ismount(folder))
 
 
 def touched(before) -> tuple[set | None, set, set]:
@@ -243,6 +272,83 @@ def _again_folder(cells) -> str | None:
 
 
 
+class TemporaryFiles:
+    """What `cells`, those run again on another machine, made by absolute path in the temporary folders the program
+    has to itself (_TEMPORARY): each machine's own. A machine's cells make them again, as on a machine that ran the
+    notebook, where `os.makedirs("/tmp/outputs/run1")` succeeds (it raised FileExistsError on the second machine a
+    cell ran on, and a right answer lost its test), and the test's calls on a machine find that machine's. Those of a
+    machine not in place wait in a folder of the test's `name` in the same temporary folder (HELD_PREFIX); the
+    program's come back when the test has ended, however its caller ended (`restore`)."""
+
+    def __init__(self, cells, name):
+        made = sorted({path for cell in cells for path in cell.get("made") or () if os.path.isabs(path)})
+        self.paths = [path for path in made if not any(path.startswith(other + os.sep) for other in made)]
+        self.name, self.placed = name, _STUDENTS  # whose files are in place: a machine's, or None: nobody's yet
+
+    def place(self, machine):
+        """`machine`'s files in place (None: none, for a machine whose cells are about to run again), after those in
+        place have moved to wait."""
+        if machine == self.placed:
+            return
+        for index, path in enumerate(self.paths):
+            with contextlib.suppress(OSError):  # a folder the student's cells made that cannot be moved stays
+                if self.placed is not None:
+                    self._wait(path, self._waiting(index, path, self.placed))
+                if machine is not None:
+                    self._back(path, self._waiting(index, path, machine))
+                else:
+                    _remove(path)
+        self.placed = machine
+
+    def restore(self):
+        """The program's files in place again, and every machine's waiting folder gone."""
+        if not self.paths:
+            return
+        for index, path in enumerate(self.paths):
+            with contextlib.suppress(OSError):
+                self._back(path, self._waiting(index, path, _STUDENTS))
+        for root in _TEMPORARY:
+            shutil.rmtree(os.path.join(root, HELD_PREFIX + self.name), ignore_errors=True)
+        self.placed = _STUDENTS
+
+    def _waiting(self, index, path, machine) -> str:
+        root = next(root for root in _TEMPORARY if path.startswith(root + os.sep))
+        return os.path.join(root, HELD_PREFIX + self.name, "-".join(map(str, machine)), str(index))
+
+    @staticmethod
+    def _wait(path, waiting):
+        """What is at `path` to `waiting`, or a mark there that nothing was (a caller ended half-way is undone)."""
+        os.makedirs(os.path.dirname(waiting), exist_ok=True)
+        _remove(waiting)
+        _remove(waiting + _ABSENT)
+        if os.path.lexists(path):
+            os.rename(path, waiting)
+        else:
+            open(waiting + _ABSENT, "x").close()
+
+    @staticmethod
+    def _back(path, waiting):
+        """What waits at `waiting` to `path`, or nothing at `path` where the mark says nothing was; what never waited
+        stays."""
+        if os.path.lexists(waiting):
+            _remove(path)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.rename(waiting, path)
+        elif os.path.lexists(waiting + _ABSENT):
+            _remove(path)
+            os.unlink(waiting + _ABSENT)
+
+
+_ABSENT = ".absent"
+
+
+def _remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.unlink(path)
+
+
 def new_shell(namespace=None):
     """An IPython shell, as a kernel's, without a history file or a GUI loop (its names: `namespace`)."""
     from IPython.core.interactiveshell import InteractiveShell
@@ -280,9 +386,10 @@ class OnEachMachine(dict):
     the program's class. Only the test's own simulations count, not a grader's machine simulated around the
     whole verdict (`grader_machine`)."""
 
-    def __init__(self, namespace, names, define):
+    def __init__(self, namespace, names, define, temporary=None):
         super().__init__(namespace)
         self.names, self.define, self.machines = set(names), define, {}
+        self.temporary = TemporaryFiles([], "") if temporary is None else temporary  # each machine's /tmp files
         self.outside = simulations()
         # where the students' machine's calls work, and with which of the student's own modules and environment
         self.home, self.home_modules, self.home_environment = os.open(".", os.O_RDONLY), _own_modules(), dict(os.environ)
@@ -299,10 +406,12 @@ class OnEachMachine(dict):
         if machine is None:
             machine = _STUDENTS
         if machine != _STUDENTS and machine not in self.machines:
+            self.temporary.place(None)
             try:
                 self.machines[machine] = self.define()
             except Exception:  # noqa: BLE001: no new shell here; the program's names, as before
                 self.machines[machine] = ({}, None, None, None)
+            self.temporary.placed = machine  # what its cells made there
         if machine != self.working:
             self._work_on(machine)
         defined = self.machines[machine][0] if machine in self.machines else {}
@@ -313,6 +422,7 @@ class OnEachMachine(dict):
         itself goes on there (verdict._calls_in_place)."""
         if self.working != _STUDENTS:
             self._work_on(_STUDENTS)
+        self.temporary.restore()
         os.close(self.home)
 
     def _work_on(self, machine):
@@ -328,6 +438,7 @@ class OnEachMachine(dict):
             del sys.modules[name]
         sys.modules.update(self.home_modules if modules is None else modules)
         _set_environment(self.home_environment if environment is None else environment)
+        self.temporary.place(machine)
         self.working = machine
 
 

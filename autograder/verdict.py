@@ -107,7 +107,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None, 
     program_pid = _fork()
     if program_pid == 0:
         start.close()
-        _program(cells, go, tells, timeout, root)
+        _program(cells, go, tells, timeout, root, private_tmp=sandboxed)
     spared.add(program_pid)
     if judges_tmp:
         _judges_apart(judges_tmp)
@@ -324,15 +324,16 @@ def _no_audit_hooks(event, args):
         raise RuntimeError("no audit hook while grading / 评分时不添加审计钩子")
 
 
-def _program(cells, go, tells, timeout, root):
+def _program(cells, go, tells, timeout, root, private_tmp=False):
     """The notebook as the student's kernel ran it, in this forked process, in a folder of its own in `root`;
-    at each test cell, a caller forked from its state then (see the module docstring). Never returns."""
+    at each test cell, a caller forked from its state then (see the module docstring). `private_tmp`: the sandbox's
+    /tmp and /dev/shm are the program's alone (program.TemporaryFiles). Never returns."""
     try:
         os.setpgid(0, 0)  # the parent ends the program and its callers as one group
         go.shutdown(socket.SHUT_WR)  # what the parent sends, only
         _only_descriptors([go.fileno(), tells])
         sys.addaudithook(_no_audit_hooks)
-        program.own_folder(root)
+        program.own_folder(root, private_tmp)
         from . import integrity
 
         shell, bound = program.new_shell(), {}
@@ -357,21 +358,23 @@ def _program(cells, go, tells, timeout, root):
                 writer, ask, clock = ends
                 names = student_names(shell.user_ns, bound)
                 again = [cell for cell in cells[:index] if cell.get("again")]
+                temporary = program.TemporaryFiles(again, str(index))  # each machine's of what they made in /tmp
                 if _has_its_own_helpers():  # returns in the process that goes on as the program
-                    _calls_in_place(shell, loop, started, writer, ask, names, again, clock, tells)
+                    _calls_in_place(shell, loop, started, writer, ask, names, again, clock, tells, temporary)
                     caller = None
                 else:
                     caller = _fork()
                     with contextlib.suppress(OSError):  # as the caller does itself (_caller), whichever runs first
                         os.setpgid(caller, caller)
                     if caller == 0:
-                        _caller(started, shell.user_ns, writer, ask, names, again, clock)  # never returns
+                        _caller(started, shell.user_ns, writer, ask, names, again, clock, temporary)  # never returns
                     for end in (writer, clock, ask):
                         os.close(end)
                 if go.recv(1) != b"e":  # the test has ended, its caller with it
                     break
                 if caller is not None:
                     _kill(caller)
+                temporary.restore()  # a caller ended half-way left another machine's
                 executed += bool(started["released"].strip())
                 _released_cell(shell, loop, started["released"], cells, index, bound, timeout, tells, executed)
                 continue
@@ -486,7 +489,7 @@ def student_names(namespace, bound) -> list[str]:
                   and bound.get(name, program.MISSING) is not value)
 
 
-def _caller(started, namespace, writer, asks, names, again=(), clock=None):
+def _caller(started, namespace, writer, asks, names, again=(), clock=None, temporary=None):
     """In a caller forked from the program: it makes each call of the student's code the judge asks for (_serve).
     Never returns."""
     try:
@@ -496,7 +499,8 @@ def _caller(started, namespace, writer, asks, names, again=(), clock=None):
         _only_descriptors([writer, asks, *([] if clock is None else [clock]), *_students_files()])
         _one_thread()
         _thread_pools_restarted()
-        _serve(started, namespace, writer, asks, names, _bind_solutions(namespace, started["solutions"]), again, clock)
+        _serve(started, namespace, writer, asks, names, _bind_solutions(namespace, started["solutions"]), again, clock,
+               temporary)
     finally:
         os._exit(0)
 
@@ -507,7 +511,7 @@ def _has_its_own_helpers() -> bool:
     return threading.active_count() > 1 or bool(_children(os.getpid()))
 
 
-def _calls_in_place(shell, loop, started, writer, asks, names, again, clock, tells):
+def _calls_in_place(shell, loop, started, writer, asks, names, again, clock, tells, temporary=None):
     """The test's calls made by the program itself, as the kernel made them, where it has helpers of its own
     (_has_its_own_helpers): a caller forked from it found the student's pool without its workers, and the call
     waited out its limit, or their pipes closed. What the calls change stays, as in the kernel; the solutions bound
@@ -527,7 +531,7 @@ def _calls_in_place(shell, loop, started, writer, asks, names, again, clock, tel
     bound = {name: namespace[name] for name in solved}
     _CALLING[0] = True
     try:
-        _serve(started, namespace, writer, asks, names, solved, again, clock)
+        _serve(started, namespace, writer, asks, names, solved, again, clock, temporary)
     except BaseException:  # noqa: BLE001: the interrupt, or the student's code ending the calls
         pass
     finally:
@@ -566,12 +570,13 @@ def _standby(asks, ends, tells):
     _tell(tells, _PID.pack(os.getpid()))
 
 
-def _serve(started, namespace, writer, asks, names, solved, again, clock):
+def _serve(started, namespace, writer, asks, names, solved, again, clock, temporary=None):
     """Make each call of the student's code the judge asks for on `asks` (calls.py) with the student's namespace,
     inside a running event loop as a kernel's cells do, and send each result to the judge on `writer`, until the
     judge ends. The exercises judged before this one are the instructor's solutions here (`solved`, the names
     _bind_solutions bound), so that a student's function that calls one of them is judged on its own. `again`: the
-    student's cells before the test that program.OnEachMachine runs again on another machine."""
+    student's cells before the test that program.OnEachMachine runs again on another machine, with each machine's
+    files of theirs in /tmp (`temporary`, program.TemporaryFiles)."""
     from . import boundary, calls
     from .checks import core
 
@@ -584,7 +589,7 @@ def _serve(started, namespace, writer, asks, names, solved, again, clock):
     asyncio.set_event_loop(loop)
     pristine = program.plain_values(namespace)  # before any call of the test's changes them
     scope = program.OnEachMachine(namespace, names, lambda: _paused(clock, lambda: _again_here(
-        again, {**namespace, **copy.deepcopy(pristine)}, started["solutions"])))
+        again, {**namespace, **copy.deepcopy(pristine)}, started["solutions"])), temporary)
 
     async def serve():
         while (asked := calls.read_request(asks)) is not None:

@@ -547,3 +547,81 @@ def test_cells_run_again_keep_the_programs_future_imports(program_folder, fresh_
     source = "def pick() -> NeverDefined:\n    return 'cpu'\nBEST = pick()"
     namespace, *_ = program.ran_again([{"source": source, "made": set()}], dict(shell.user_ns))
     assert namespace["BEST"] == "cpu"
+
+
+@pytest.fixture
+def temporary(program_folder, tmp_path, monkeypatch):
+    """A temporary folder the program has to itself (as /tmp in the verdict's sandbox), beside the verdict's own."""
+    folder = (tmp_path / "tmp").resolve()
+    folder.mkdir()
+    monkeypatch.setattr(program, "_TEMPORARY", [str(folder)])
+    return folder
+
+
+def test_what_a_cell_makes_in_a_temporary_folder_of_its_own_is_listed_by_its_absolute_path(temporary, monkeypatch):
+    """Not the verdict's own folder there (the program's is listed relative to it), a machine's files waiting, nor a
+    mount point (the runtime bound into /tmp); a temporary folder that cannot be listed leaves the program's listing."""
+    own = temporary / "verdict-1" / "program-x"  # as in the sandbox: the verdict's folder in /tmp
+    own.mkdir(parents=True)
+    monkeypatch.setattr(program, "_PROGRAM_FOLDER", [str(own)])
+    (temporary / ".course-held-3").mkdir()  # program.HELD_PREFIX
+    (temporary / "runtime").mkdir()
+    ismount = os.path.ismount
+    monkeypatch.setattr(os.path, "ismount", lambda path: path == str(temporary / "runtime") or ismount(path))
+    before = program.listed_files()
+    (temporary / "outputs" / "run1").mkdir(parents=True)
+    for made in ("runtime/x.py", ".course-held-3/0", "verdict-1/again-2", "verdict-1/program-x/log.txt"):
+        (temporary / made).write_text("")
+    assert program.touched(before)[0] == {f"{temporary}/outputs", f"{temporary}/outputs/run1", "log.txt"}
+    monkeypatch.setattr(program, "_FILES_LIMIT", 1)
+    assert set(program.listed_files()) == {"log.txt"}
+
+
+def test_each_machine_has_its_own_of_what_the_cells_run_again_made_in_a_temporary_folder(temporary):
+    """The program's files wait while a machine's cells make theirs again, each machine finds its own when it is
+    worked on again, and the program's are back at the end; a file the program did not have is gone again."""
+    made = {f"{temporary}/outputs", f"{temporary}/outputs/run1", f"{temporary}/run.log", "checkpoints"}
+    (temporary / "outputs" / "run1").mkdir(parents=True)
+    (temporary / "outputs" / "run1" / "device.txt").write_text("cpu")
+    files = program.TemporaryFiles([{"made": made}, {"made": None}], "7")
+    assert files.paths == [f"{temporary}/outputs", f"{temporary}/run.log"]  # the folders at the top, absolute only
+
+    def run_again(device):  # as a cell run again: it makes them exclusively
+        files.place(None)
+        os.makedirs(temporary / "outputs" / "run1")
+        (temporary / "outputs" / "run1" / "device.txt").write_text(device)
+        open(temporary / "run.log", "x").close()
+        files.placed = device
+
+    run_again("cuda")
+    run_again("mps")
+    for device in ("cuda", program._STUDENTS, "mps"):
+        files.place(device)
+        expected = "cpu" if device == program._STUDENTS else device
+        assert (temporary / "outputs" / "run1" / "device.txt").read_text() == expected
+        assert (temporary / "run.log").exists() is (expected != "cpu")
+    files.restore()
+    assert (temporary / "outputs" / "run1" / "device.txt").read_text() == "cpu" and not (temporary / "run.log").exists()
+    assert sorted(os.listdir(temporary)) == ["outputs"]  # no machine's left waiting
+
+
+@pytest.mark.parametrize("ended_after", ["waiting", "made-again", "moving-back"])
+def test_the_programs_temporary_files_come_back_however_its_caller_ended(temporary, ended_after):
+    """A caller ended half-way (its test ran past its limit): the program, with the test's name alone, puts its own
+    back and leaves nothing of another machine's."""
+    made = [{"made": {f"{temporary}/outputs", f"{temporary}/run.log"}}]
+    (temporary / "outputs").mkdir()
+    (temporary / "outputs" / "device.txt").write_text("cpu")
+    files = program.TemporaryFiles(made, "4")
+    files.place(None)
+    if ended_after != "waiting":
+        (temporary / "outputs").mkdir()
+        (temporary / "outputs" / "device.txt").write_text("cuda")
+        (temporary / "run.log").write_text("cuda")
+        files.placed = ("cuda", "cuda")
+    if ended_after == "moving-back":  # the first path back, the second not yet
+        files._wait(files.paths[0], files._waiting(0, files.paths[0], ("cuda", "cuda")))
+        files._back(files.paths[0], files._waiting(0, files.paths[0], program._STUDENTS))
+    program.TemporaryFiles(made, "4").restore()  # what the program knows
+    assert (temporary / "outputs" / "device.txt").read_text() == "cpu"
+    assert sorted(os.listdir(temporary)) == ["outputs"]
