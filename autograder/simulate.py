@@ -22,6 +22,7 @@ from unittest import mock
 
 import torch
 from torch.utils import weak
+from torch.utils._device import _device_constructors
 
 ACCELERATORS = (None, "cuda", "mps")
 
@@ -278,12 +279,16 @@ def _replacement(target, answer):
 _REPLACEMENTS = {target: _replacement(target, answer) for target, answer in _ANSWERS.items()}
 
 
-# PyTorch's functions that make a tensor on the `device=` they are given
-_FACTORIES = [*(f"torch.{name}" for name in (
-    "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace", "logspace", "eye",
-    "tensor", "as_tensor", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
-    "randint_like", "empty_strided", "scalar_tensor")),
-    *(f"torch.Tensor.{name}" for name in ("new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"))]
+# PyTorch's functions that make a tensor on the `device=` they are given: those its device context gives a device
+# (`torch.utils._device._device_constructors`: `torch.asarray`, `torch.tensor`, the windows, ...), and the others
+# that take one (`torch.normal(0.0, 0.02, size=shape, device=device)`, the `_like` ones, a tensor's `new_` ones: a
+# right make_weight that drew with torch.normal, or made the tensor by torch.asarray, lost its test on a simulated GPU)
+_FACTORIES = sorted({*(f"torch.{function.__name__}" for function in _device_constructors()
+                       if getattr(torch, function.__name__, None) is function),
+                     *(f"torch.{name}" for name in ("normal", "zeros_like", "ones_like", "empty_like", "full_like",
+                                                    "rand_like", "randn_like", "randint_like")),
+                     *(f"torch.Tensor.{name}" for name in ("new_zeros", "new_ones", "new_empty", "new_full",
+                                                           "new_tensor"))})
 _STOOD_FOR = []  # the device the meta device stands for now (autograder/probes.py: meta_standing_for), innermost last
 
 
@@ -492,11 +497,24 @@ _DRAWS = [*(f"torch.Tensor.{name}" for name in ("normal_", "uniform_", "random_"
           "torch.nn.init._no_grad_trunc_normal_", "torch.nn.init.orthogonal_", "torch.nn.init.sparse_"]
 _REAL_TO = torch.Tensor.to
 _REAL_DOUBLE = torch.Tensor.double
+
+
+def _device_context(self, function, types, args=(), kwargs=None):
+    """PyTorch's device context (`with torch.device("cuda"):`, `torch.set_default_device("cuda")`), which gives a
+    factory called without a device its own: on the simulated accelerator, the factory as the simulation makes it
+    there (`_made_on_meta`; PyTorch's own, which the context calls, asked the CUDA driver on a grader without one)."""
+    kwargs = kwargs or {}
+    if function in _device_constructors() and kwargs.get("device") is None:
+        kwargs["device"] = self.device
+    return _made_on_meta(function)(*args, **kwargs)
+
+
 # what an accelerator's simulation patches besides its answers (no simulation of a machine without one does)
 _ON_AN_ACCELERATOR = {**{target: _made_on_meta(pkgutil.resolve_name(target)) for target in _FACTORIES},
                       **{target: _drawn_on_meta(pkgutil.resolve_name(target)) for target in _DRAWS},
                       "torch.Tensor.double": _double,
-                      "torch.Tensor.to": _to, "torch.Tensor.cuda": _cuda}
+                      "torch.Tensor.to": _to, "torch.Tensor.cuda": _cuda,
+                      "torch.utils._device.DeviceContext.__torch_function__": _device_context}
 # the real one (functools.lru_cache: what it answered before is not the machine's)
 _MPS_IS_AVAILABLE = torch.backends.mps.is_available
 
