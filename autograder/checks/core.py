@@ -88,7 +88,7 @@ def run_here(what, function, args, kwargs, then, verify=True):
     if verify:
         integrity.verify(what)
     try:
-        with warnings.catch_warnings(record=True), contextlib.redirect_stderr(sys.stdout), _on_meta(args, kwargs):
+        with warnings.catch_warnings(record=True), _errors_shown_as_output(), _on_meta(args, kwargs):
             warnings.simplefilter("always")
             result = function(*args, **kwargs)
             if then is not None:
@@ -116,6 +116,28 @@ def host_reads_fail_on_meta():
         yield
     finally:
         _VALUES_ON_META.pop()
+
+
+@contextlib.contextmanager
+def _errors_shown_as_output():
+    """What the student's code writes on standard error while it is called shows as plain output: nbgrader, and
+    `nbgrader validate`, give no points to a test cell with any (a right answer that printed its progress to
+    sys.stderr, or logged a warning, lost its points in the kernel). Through `sys.stderr`, and through the stream a
+    cell took before the call: a handler `logging.basicConfig()` made (a right train_step that logged its device
+    lost its test under nbgrader autograde, not in the verdict alone). In a kernel that stream is ipykernel's, which
+    names its output when it sends it: it is named stdout for the call's time, what it holds sent first."""
+    stream = sys.stderr
+    kernels = getattr(stream, "name", None) == "stderr" and type(stream).__module__.startswith("ipykernel.")
+    if kernels:
+        stream.flush()  # ipykernel's waits until what it held is sent
+        stream.name = "stdout"
+    try:
+        with contextlib.redirect_stderr(sys.stdout):
+            yield
+    finally:
+        if kernels:
+            stream.flush()
+            stream.name = "stderr"
 
 
 @contextlib.contextmanager

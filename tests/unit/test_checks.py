@@ -1,5 +1,6 @@
 """The assertion helpers pass right answers and name each classic mistake, on every grading device."""
 import copy
+import io
 import logging
 import sys
 import warnings
@@ -490,6 +491,43 @@ def test_call_shows_what_student_code_writes_to_stderr_on_stdout(capsys):
     assert "made a weight" in shown.out and "16-bit weights on the CPU are slow" in shown.out
     print("after the call", file=sys.stderr)  # the test cell's own stderr is stderr again
     assert capsys.readouterr().err == "after the call\n"
+
+
+def test_call_sends_what_a_handler_made_before_writes_on_the_kernels_stderr_as_output(monkeypatch):
+    """A handler `logging.basicConfig()` made in a cell holds the kernel's stderr stream itself, which no
+    redirection of sys.stderr reaches: the stream is named stdout for the call's time (ipykernel's names its
+    output when it sends it), what it held before sent as stderr first, and stderr again after."""
+
+    class OutStream(io.StringIO):  # as ipykernel's: what it holds is sent under its name when it flushes
+        __module__ = "ipykernel.iostream"
+
+        def __init__(self, name):
+            super().__init__()
+            self.name, self.sent = name, []
+
+        def flush(self):
+            if self.getvalue():
+                self.sent.append((self.name, self.getvalue()))
+            self.seek(0)
+            self.truncate()
+
+    stderr = OutStream("stderr")
+    monkeypatch.setattr(sys, "stderr", stderr)
+    log = logging.getLogger("students.basic_config")
+    log.propagate = False
+    log.addHandler(logging.StreamHandler(stderr))  # made in a cell, before the test
+    log.setLevel(logging.INFO)
+    stderr.write("a warning of an earlier cell\n")
+
+    def logs():
+        log.info("train_step on cpu")
+        return 7
+
+    assert checks.call("f()", logs) == 7
+    stderr.write("the test cell's own\n")
+    stderr.flush()
+    assert stderr.sent == [("stderr", "a warning of an earlier cell\n"), ("stdout", "train_step on cpu\n"),
+                           ("stderr", "the test cell's own\n")]
 
 
 def test_assert_raises_keeps_warnings_of_student_code_from_reaching_stderr():
