@@ -499,6 +499,18 @@ _REAL_TO = torch.Tensor.to
 _REAL_DOUBLE = torch.Tensor.double
 
 
+_REAL_RESTORE = torch.serialization.default_restore_location
+
+
+def _restore_location(storage, location):
+    """torch.load's step that puts each storage where it is mapped (`map_location="cuda"`, a checkpoint saved on a
+    GPU loaded without one): on the simulated accelerator, made on meta, as a tensor made there is (PyTorch's own asked
+    the CUDA driver, or refused a storage for an Apple GPU, on a grader without them)."""
+    if _on_the_accelerator(location):
+        return torch.UntypedStorage(storage.nbytes(), device="meta")
+    return _REAL_RESTORE(storage, location)
+
+
 def _device_context(self, function, types, args=(), kwargs=None):
     """PyTorch's device context (`with torch.device("cuda"):`, `torch.set_default_device("cuda")`), which gives a
     factory called without a device its own: on the simulated accelerator, the factory as the simulation makes it
@@ -514,7 +526,8 @@ _ON_AN_ACCELERATOR = {**{target: _made_on_meta(pkgutil.resolve_name(target)) for
                       **{target: _drawn_on_meta(pkgutil.resolve_name(target)) for target in _DRAWS},
                       "torch.Tensor.double": _double,
                       "torch.Tensor.to": _to, "torch.Tensor.cuda": _cuda,
-                      "torch.utils._device.DeviceContext.__torch_function__": _device_context}
+                      "torch.utils._device.DeviceContext.__torch_function__": _device_context,
+                      "torch.serialization.default_restore_location": _restore_location}
 # the real one (functools.lru_cache: what it answered before is not the machine's)
 _MPS_IS_AVAILABLE = torch.backends.mps.is_available
 

@@ -196,7 +196,7 @@ def {name}(*args, **kwargs):
 """
 
 
-NOT_YET = {"a2_module_to", "a4_several_devices"}  # their tests get their blocks next
+NOT_YET = {"a4_several_devices"}  # its tests get their blocks next
 
 
 @pytest.mark.parametrize("accelerator", sorted(ACCELERATORS_ASKED))

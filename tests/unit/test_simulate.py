@@ -434,3 +434,47 @@ def test_a_pinning_factory_kept_past_the_simulation_is_pytorchs_own():
         with pytest.raises(RuntimeError) as real:
             torch.zeros(2, pin_memory=True)
         assert str(refused.value) == str(real.value)
+
+
+# A tensor made on the simulated accelerator is made on meta, by whichever of PyTorch's ways it is made there: each a
+# right make_weight or load_for_inference of a reader of ordinary styles (attacks-machines.toml) lost its test before.
+MADE_THERE = {
+    "torch.normal": lambda device: torch.normal(0.0, 0.02, size=(2, 3), device=device),
+    "torch.asarray": lambda device: torch.asarray([1.0, 2.0], device=device),
+    "torch.hann_window": lambda device: torch.hann_window(4, device=device),
+    "with torch.device": lambda device: _in_device_context(device),
+    "torch.set_default_device": lambda device: _with_default_device(device),
+    "torch.load(map_location=device)": lambda device: _loaded(device),
+}
+
+
+def _in_device_context(device):
+    with torch.device(device):
+        return torch.randn(2)
+
+
+def _with_default_device(device):
+    torch.set_default_device(device)
+    try:
+        return torch.zeros(2)
+    finally:
+        torch.set_default_device(None)
+
+
+def _loaded(device, tmp=[]):  # noqa: B006: one file for every call
+    import os
+    import tempfile
+
+    if not tmp:
+        tmp.append(os.path.join(tempfile.mkdtemp(), "w.pt"))
+        torch.save({"w": torch.ones(2)}, tmp[0])
+    return torch.load(tmp[0], map_location=device, weights_only=True)["w"]
+
+
+@pytest.mark.parametrize("make", MADE_THERE.values(), ids=MADE_THERE.keys())
+@pytest.mark.parametrize("machine", [machine for machine in MACHINES if machine.present], ids=str)
+def test_a_tensor_made_on_the_simulated_accelerator_is_made_on_meta_by_every_way_there_is(machine, make):
+    with simulated_machine(machine):
+        made = make(machine.present)
+    assert made.device.type == "meta"
+    assert make("cpu").device.type == "cpu"  # outside the simulation, PyTorch's own
