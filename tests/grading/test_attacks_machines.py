@@ -196,12 +196,8 @@ def {name}(*args, **kwargs):
 """
 
 
-NOT_YET = {"a4_several_devices"}  # its tests get their blocks next
-
-
 @pytest.mark.parametrize("accelerator", sorted(ACCELERATORS_ASKED))
-@pytest.mark.parametrize("assignment", [pytest.param(a, marks=[build_only("cpu" if i % 2 else "cuda")] + (
-    [pytest.mark.xfail(strict=True, reason="issue 41: not judged on every machine yet")] if a in NOT_YET else []))
+@pytest.mark.parametrize("assignment", [pytest.param(a, marks=build_only("cpu" if i % 2 else "cuda"))
                                         for i, a in enumerate(ASSIGNMENTS)])
 def test_every_exercise_is_judged_on_a_machine_with_each_accelerator(assignment, accelerator):
     cells = [cell for cell in verdict_cells({"assignment": assignment}) if cell["kind"] == "student" and cell["grade_id"]]
