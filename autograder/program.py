@@ -194,12 +194,17 @@ def listed_files() -> dict | None:
         _list(_PROGRAM_FOLDER[0], found, lambda path: os.path.relpath(path, _PROGRAM_FOLDER[0]))
     except (OSError, OverflowError):
         return None
-    temporary = {}
-    with contextlib.suppress(OSError, OverflowError):
-        for root in _TEMPORARY:
-            _list(root, temporary, lambda path: path, _the_programs)
-        found.update(temporary)
+    if _TEMPORARY:
+        temporary = {}
+        with contextlib.suppress(OSError, OverflowError):
+            for root in _TEMPORARY:
+                _list(root, temporary, lambda path: path, _the_programs)
+            found.update(temporary)
+            found[_TEMPORARY_LISTED] = (0, 0, 0)
     return found
+
+
+_TEMPORARY_LISTED = "/"  # a key of listed_files where the temporary folders were listed (touched: both times, or none)
 
 
 def _list(top, found, key, programs=lambda path: True):
@@ -214,7 +219,10 @@ def _list(top, found, key, programs=lambda path: True):
         folders[:] = [name for name in folders if programs(os.path.join(parent, name))]
         for name in folders + names:
             path = os.path.join(parent, name)
-            state = os.lstat(path)
+            try:
+                state = os.lstat(path)
+            except FileNotFoundError:  # gone meanwhile (a shared-memory file in /dev/shm)
+                continue
             found[key(path)] = (0, 0, 0) if name in folders else (state.st_size, state.st_mtime_ns, state.st_atime_ns)
             if len(found) - start > _FILES_LIMIT:
                 raise OverflowError
@@ -235,6 +243,9 @@ def touched(before) -> tuple[set | None, set, set]:
     after = listed_files()
     if before is None or after is None:
         return None, set(), set()
+    if _TEMPORARY_LISTED not in before or _TEMPORARY_LISTED not in after:  # what a cell made there is unknown
+        before, after = ({path: state for path, state in listing.items() if not os.path.isabs(path)}
+                         for listing in (before, after))
     wrote = {path for path, (size, written, _) in after.items()
              if before.get(path, (None, None, None))[:2] != (size, written)}
     read = {path for path, (_, written, used) in after.items() if path in before and used != before[path][2]}
@@ -262,7 +273,7 @@ def _again_folder(cells) -> str | None:
                                      if os.path.relpath(os.path.join(parent, n), _PROGRAM_FOLDER[0]) in made]
     # a data set of many files is linked, not copied: a cell that writes one anew replaces it, one that appends
     # to one changes the program's too
-    large = sum(size for size, _, _ in files.values()) > _FILES_BYTES
+    large = sum(size for path, (size, _, _) in files.items() if not os.path.isabs(path)) > _FILES_BYTES  # its own
     try:
         shutil.copytree(_PROGRAM_FOLDER[0], folder, symlinks=True, ignore=ignored, dirs_exist_ok=True,
                         copy_function=os.link if large else shutil.copy2)
@@ -277,8 +288,9 @@ class TemporaryFiles:
     has to itself (_TEMPORARY): each machine's own. A machine's cells make them again, as on a machine that ran the
     notebook, where `os.makedirs("/tmp/outputs/run1")` succeeds (it raised FileExistsError on the second machine a
     cell ran on, and a right answer lost its test), and the test's calls on a machine find that machine's. Those of a
-    machine not in place wait in a folder of the test's `name` in the same temporary folder (HELD_PREFIX); the
-    program's come back when the test has ended, however its caller ended (`restore`)."""
+    machine not in place wait in a folder of the test's `name` in the same temporary folder (HELD_PREFIX), what only a
+    machine's cells made there is that machine's alone (`include`), and the program's come back when the test has
+    ended, however its caller ended (`restore`)."""
 
     def __init__(self, cells, name):
         made = sorted({path for cell in cells for path in cell.get("made") or () if os.path.isabs(path)})
@@ -304,12 +316,22 @@ class TemporaryFiles:
         """The program's files in place again, and every machine's waiting folder gone."""
         if not self.paths:
             return
+        back = True
         for index, path in enumerate(self.paths):
-            with contextlib.suppress(OSError):
+            try:
                 self._back(path, self._waiting(index, path, _STUDENTS))
-        for root in _TEMPORARY:
+            except OSError:  # what is there could not be removed: the program's stay where they wait
+                back = False
+        for root in _TEMPORARY if back else ():
             shutil.rmtree(os.path.join(root, HELD_PREFIX + self.name), ignore_errors=True)
         self.placed = _STUDENTS
+
+    def include(self, paths):
+        """Paths a machine's cells made that the program's did not (`os.makedirs(f"/tmp/outputs_{DEVICE.type}")`):
+        that machine's alone, gone with the test, so that the next test's cells make them again there."""
+        for path in sorted(paths):
+            if not any(path == known or path.startswith(known + os.sep) for known in self.paths):
+                self.paths.append(path)
 
     def _waiting(self, index, path, machine) -> str:
         root = next(root for root in _TEMPORARY if path.startswith(root + os.sep))
@@ -340,6 +362,13 @@ class TemporaryFiles:
 
 
 _ABSENT = ".absent"
+
+
+def _temporary_paths() -> set:
+    """What the temporary folders the program has to itself hold now (listed_files), by absolute path."""
+    if not _TEMPORARY:
+        return set()
+    return {path for path in listed_files() or () if os.path.isabs(path) and path != _TEMPORARY_LISTED}
 
 
 def _remove(path):
@@ -407,10 +436,12 @@ class OnEachMachine(dict):
             machine = _STUDENTS
         if machine != _STUDENTS and machine not in self.machines:
             self.temporary.place(None)
+            before = _temporary_paths()
             try:
                 self.machines[machine] = self.define()
             except Exception:  # noqa: BLE001: no new shell here; the program's names, as before
                 self.machines[machine] = ({}, None, None, None)
+            self.temporary.include(_temporary_paths() - before)
             self.temporary.placed = machine  # what its cells made there
         if machine != self.working:
             self._work_on(machine)
@@ -430,6 +461,7 @@ class OnEachMachine(dict):
         modules they imported and the environment they left (a settings file its setup cell wrote, a module's
         cache, an `os.environ["TORCH_CUDA"]` are that machine's)."""
         _, folder, modules, environment = self.machines.get(machine, (None, None, None, None))
+        self.temporary.place(machine)  # first: the folder its cells left may be one of them (`os.chdir("/tmp/run")`)
         if folder is None:
             os.fchdir(self.home)
         else:
@@ -438,7 +470,6 @@ class OnEachMachine(dict):
             del sys.modules[name]
         sys.modules.update(self.home_modules if modules is None else modules)
         _set_environment(self.home_environment if environment is None else environment)
-        self.temporary.place(machine)
         self.working = machine
 
 

@@ -286,9 +286,10 @@ _REPLACEMENTS = {target: _replacement(target, answer) for target, answer in _ANS
 _FACTORIES = sorted({*(f"torch.{function.__name__}" for function in _device_constructors()
                        if getattr(torch, function.__name__, None) is function),
                      *(f"torch.{name}" for name in ("normal", "zeros_like", "ones_like", "empty_like", "full_like",
-                                                    "rand_like", "randn_like", "randint_like")),
+                                                    "rand_like", "randn_like", "randint_like", "fft.fftfreq",
+                                                    "fft.rfftfreq")),
                      *(f"torch.Tensor.{name}" for name in ("new_zeros", "new_ones", "new_empty", "new_full",
-                                                           "new_tensor"))})
+                                                           "new_tensor", "new_empty_strided"))})
 _STOOD_FOR = []  # the device the meta device stands for now (autograder/probes.py: meta_standing_for), innermost last
 
 

@@ -625,3 +625,33 @@ def test_the_programs_temporary_files_come_back_however_its_caller_ended(tempora
     program.TemporaryFiles(made, "4").restore()  # what the program knows
     assert (temporary / "outputs" / "device.txt").read_text() == "cpu"
     assert sorted(os.listdir(temporary)) == ["outputs"]
+
+
+def test_what_only_a_machines_cells_made_in_a_temporary_folder_is_gone_with_the_test(temporary):
+    """`os.makedirs(f"/tmp/outputs_{DEVICE.type}")`: the CUDA machine's folder, which the program never made, is that
+    machine's alone, so the next test's cells make it again there (it raised FileExistsError)."""
+    files = program.TemporaryFiles([{"made": {f"{temporary}/outputs_cpu"}}], "2")
+    (temporary / "outputs_cpu").mkdir()
+    files.place(None)
+    (temporary / "outputs_cuda").mkdir()
+    files.include({f"{temporary}/outputs_cuda"})
+    files.placed = ("cuda", "cuda")
+    files.place(program._STUDENTS)
+    assert sorted(os.listdir(temporary)) == [".course-held-2", "outputs_cpu"]
+    files.restore()
+    assert sorted(os.listdir(temporary)) == ["outputs_cpu"]
+
+
+def test_a_temporary_listing_that_failed_makes_nothing_there_new(temporary, program_folder, monkeypatch):
+    """Past the limit once, a folder in /tmp the program had all along is no file the next cell made; and where the
+    cells run again, only the program's own folder counts towards linking it."""
+    (temporary / "data").mkdir()
+    monkeypatch.setattr(program, "_FILES_LIMIT", 0)
+    before = program.listed_files()
+    monkeypatch.setattr(program, "_FILES_LIMIT", 20_000)
+    assert program.touched(before)[0] == set()
+    monkeypatch.setattr(program, "_FILES_BYTES", 10)
+    (temporary / "data" / "big.bin").write_bytes(b"x" * 100)  # a data set in /tmp
+    (program_folder / "settings.json").write_text("{}")
+    copied = program._again_folder([{"made": set()}])
+    assert os.stat(os.path.join(copied, "settings.json")).st_ino != os.stat(program_folder / "settings.json").st_ino

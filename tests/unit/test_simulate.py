@@ -442,6 +442,7 @@ MADE_THERE = {
     "torch.normal": lambda device: torch.normal(0.0, 0.02, size=(2, 3), device=device),
     "torch.asarray": lambda device: torch.asarray([1.0, 2.0], device=device),
     "torch.hann_window": lambda device: torch.hann_window(4, device=device),
+    "torch.fft.fftfreq": lambda device: torch.fft.fftfreq(4, device=device),
     "with torch.device": lambda device: _in_device_context(device),
     "torch.set_default_device": lambda device: _with_default_device(device),
     "torch.load(map_location=device)": lambda device: _loaded(device),
