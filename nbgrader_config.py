@@ -107,7 +107,8 @@ c.GradingKernelManager.fork_server = True
 # --help-all` lists them all. Change one here, e.g.:
 #   c.Sandbox.memory_bytes = 4 * 2**30       every process of one sandbox together, where cgroups can be made
 #                                            (README, "A kernel bounded as a whole"); keep jobs × it below the
-#                                            machine's memory. Also Sandbox.processes, .tmp_bytes, .shm_bytes, .bwrap
+#                                            machine's memory. Also Sandbox.processes, .tmp_bytes, .shm_bytes,
+#                                            .folder_bytes (a kernel's copy of its folder), .bwrap
 #   c.GradingKernelManager.memory_bytes = …  each process of a kernel alone (RLIMIT_DATA), and .cpu_seconds;
 #                                            every kernel first remembers the real PyTorch and course functions
 #                                            (tampering is then reported), also under `nbgrader validate`

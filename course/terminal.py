@@ -13,8 +13,9 @@ from tornado.log import LogFormatter
 
 # what a terminal acts on instead of showing: C0 controls (tab and newline too, unless lines are kept),
 # DEL, C1 controls, the Unicode line and paragraph separators, and the bidirectional embeddings,
-# overrides and isolates that reorder what follows them
-_CONTROL = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+# overrides and isolates that reorder what follows them; and the lone surrogates a file name that is not UTF-8
+# decodes to, which no UTF-8 stream can write (one such name in a student's folder stopped `course grade`'s log)
+_CONTROL = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
 CONTROL = re.compile(f"[\t\n{_CONTROL}]")
 CONTROL_BUT_LINES = re.compile(f"[{_CONTROL}]")
 

@@ -96,7 +96,7 @@ def grade(root: Path, assignment: str, jobs: int, config, students=None, progres
             outcome.graded.append(student)
             mark = ""
         progress(_bar(done, len(students)) + f" {visible(student)} ({graded.seconds:.1f} s){mark}")
-        (outcome.logs / f"{student}.log").write_text(graded.log, "utf-8")
+        (outcome.logs / f"{student}.log").write_text(graded.log, "utf-8", errors="backslashreplace")
         for warning in graded.warnings:
             quote(quoted(student, warning))
     outcome.seconds = time.monotonic() - started

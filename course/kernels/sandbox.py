@@ -10,8 +10,9 @@ bubblewrap (`bwrap`, Debian's `bubblewrap`, the sandbox under Flatpak), so that 
   namespaces; no network at all (only a loopback device of its own);
 * a mount namespace that holds only the read-only runtime (`/usr`, the interpreter's prefix, the
   environment, and the `autograder` package folder, not the repository around it), a minimal `/etc`,
-  its own `/proc` and `/dev`, small private `/tmp` and `/dev/shm`, and **one writable folder**: nbgrader's
-  working directory for the notebook (`autograded/STUDENT/ASSIGNMENT` when autograding);
+  its own `/proc` and `/dev`, small private `/tmp` and `/dev/shm`, and **one working folder**: a copy of nbgrader's
+  working directory for the notebook (`autograded/STUDENT/ASSIGNMENT` when autograding) on a bounded tmpfs of its
+  own, so that nothing it writes reaches the grader's disk;
 * a clean environment (PATH, HOME on the private `/tmp`, the locale, and the few variables grading
   itself uses, `PASSED_VARIABLES`), not the grader's;
 * where cgroups can be made, a cgroup of its own that bounds all its processes together: memory (shared
@@ -27,9 +28,9 @@ file is bound read-only. TCP cannot cross the network namespace. A seccomp filte
 `process_vm_readv/writev` to every process of the sandbox (autograder/kernel.py), so the kernel cannot
 trace even the sandbox's init.
 
-After the sandbox is gone, before nbgrader writes into the working folder again, the folder is made
-safe to handle: links, pipes and sockets the submission created are removed (nbgrader would otherwise
-follow a symlink to `gradebook.db` when it writes the graded notebook there, or block on a pipe), and
+After the sandbox is gone, before nbgrader writes into the working folder again, the folder (a verdict's, which
+the sandbox binds) is made safe to handle: links, pipes and sockets the submission created are removed (nbgrader
+would otherwise follow a symlink to `gradebook.db` when it writes the graded notebook there, or block on a pipe), and
 set-user-ID bits are cleared.
 
 `SandboxedProvisioner` is a jupyter_client kernel provisioner (entry point
@@ -117,6 +118,10 @@ class Sandbox(Configurable):
                                           "pages)").tag(config=True)
     shm_bytes = Integer(256 * 2**20, help="Size of a sandbox's private /dev/shm (DataLoader workers share "
                                           "tensors there)").tag(config=True)
+    folder_bytes = Integer(512 * 2**20, help="Size of the tmpfs a grading kernel works in: a copy of its working "
+                                             "folder, made before any cell runs. What the kernel writes there goes "
+                                             "with the sandbox: no file of the grader's disk, and none nbgrader "
+                                             "reads back (timestamp.txt, submission_secret.txt)").tag(config=True)
     gpus = Bool(False, help="Bind the machine's GPU devices (/dev/nvidia*, /dev/dri, and /sys read-only) into each "
                             "sandbox, so that the kernel's run of the visible tests uses the GPU. Off by default: the "
                             "verdict judges every notebook on simulated machines anyway, the same points on every "
@@ -320,8 +325,12 @@ class KernelSandbox:
         else:
             args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
         args += ["--size", str(self.settings.shm_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
-                 "--size", str(SOCKETS_BYTES), "--tmpfs", str(self.run_dir),
-                 "--bind", self.work_dir, self.inside, "--chdir", self.inside]
+                 "--size", str(SOCKETS_BYTES), "--tmpfs", str(self.run_dir)]
+        if self.judges:  # the verdict's job, which its parent reads and its program cannot write (program.own_folder)
+            args += ["--bind", self.work_dir, self.inside]
+        else:  # a kernel's: a bounded copy of its folder (`_copy_working_folder`), never the grader's disk
+            args += ["--size", str(self.settings.folder_bytes), "--tmpfs", self.inside]
+        args += ["--chdir", self.inside]
         if os.path.exists(self.connection_file):
             args += ["--ro-bind", self.connection_file, self.connection_file]
         for folder in around:
@@ -379,7 +388,22 @@ class KernelSandbox:
         self.init_pid = json.loads(info)["child-pid"]
         self.init_pidfd = os.pidfd_open(self.init_pid)
         self.first_pid = self._first_process(first_comm)
+        if not self.judges:
+            self._copy_working_folder()
         self._link_sockets()
+
+    def _copy_working_folder(self):
+        """The working folder's files, folders and links, copied into the kernel's own tmpfs before any cell runs
+        (its first process is the kernel starting, or the holder a forked kernel joins). A submission once filled the
+        grader's disk from its folder in a fraction of a second (`posix_fallocate`: no CPU time, no memory), and
+        stopped the class; another rewrote the `submission_secret.txt` nbgrader had copied there, and
+        `release_feedback` failed for every student after it. Now the folder on disk is only read."""
+        try:
+            shutil.copytree(self.work_dir, f"/proc/{self.first_pid}/root{self.inside}", symlinks=True,
+                            ignore=_special_files, dirs_exist_ok=True)
+        except (OSError, shutil.Error) as error:
+            raise SandboxError(message("sandbox_folder_not_copied", folder=self.work_dir,
+                                       megabytes=self.settings.folder_bytes // 2**20, error=error)) from None
 
     def _link_sockets(self):
         """The sockets' folder, seen from outside: a link into the sandbox's own mounts (the same path
@@ -523,6 +547,12 @@ def _children(pid) -> list[int]:
             except (OSError, ValueError, IndexError):
                 pass
         return found
+
+
+def _special_files(parent, names) -> list[str]:
+    """What `shutil.copytree` leaves out of a kernel's copy: pipes, sockets and device files (a pipe would block it)."""
+    kept = (stat.S_ISREG, stat.S_ISDIR, stat.S_ISLNK)
+    return [name for name in names if not any(kind(os.lstat(os.path.join(parent, name)).st_mode) for kind in kept)]
 
 
 def _links(folder) -> dict:

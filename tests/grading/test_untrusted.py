@@ -202,9 +202,15 @@ def processes_of(roots: list[Path], tag: str) -> list[str]:
 
 
 def submit_class(root: Path, cases: list, listener: Listener, tag: str):
-    """The controls, first and last by name, and each case's submission."""
+    """The controls, first and last by name, and each case's submission, each with the two files `nbgrader submit`
+    writes beside the notebook (nbgrader copies them into the kernel's folder, and feedback names itself by them)."""
     for student in CONTROLS:
         classroom.submit(root, ASSIGNMENT, student, classroom.solved_notebook(root, ASSIGNMENT))
+    for student in [*CONTROLS, *(case["id"] for case in cases)]:
+        folder = classroom.notebook_path(root, "submitted", ASSIGNMENT, student).parent
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "timestamp.txt").write_text("2026-12-07 12:00:00.000000 UTC")
+        (folder / "submission_secret.txt").write_text(uuid.uuid4().hex)
     for case in cases:
         student = case["id"]
         if "raw" in case:
@@ -430,3 +436,17 @@ def test_nothing_is_left_for_the_grader_to_trip_on(graded):
         mode = path.lstat().st_mode
         assert stat.S_ISDIR(mode) or stat.S_ISREG(mode), path
         assert not mode & (stat.S_ISUID | stat.S_ISGID), path
+
+
+def test_a_graded_folder_holds_what_was_submitted_and_the_graded_notebook(graded):
+    """What a kernel wrote in its folder stays in its sandbox: beside the graded notebook, each student's folder in
+    autograded/ holds the submitted files, unchanged (a kernel rewrote its submission_secret.txt, which
+    release_feedback then failed to read for the rest of the class; another filled the grader's disk from there)."""
+    for root in graded.roots:
+        for folder in (root / "autograded").glob(f"*/{ASSIGNMENT}"):
+            submitted = root / "submitted" / folder.parent.name / ASSIGNMENT
+            given = {path.relative_to(submitted): path.read_bytes() for path in submitted.rglob("*") if path.is_file()}
+            kept = {path.relative_to(folder): path.read_bytes() for path in folder.rglob("*")
+                    if path.is_file() and path.suffix != ".ipynb"}
+            assert [name for name, data in kept.items() if given.get(name) != data] == [], folder
+            assert not [path for path in folder.rglob("*") if path.is_dir()], folder

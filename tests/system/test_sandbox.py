@@ -89,6 +89,8 @@ def course_folder(tmp_path_factory):
         (root / folder / "a1.ipynb").write_text(content)
     work = root / "autograded" / "me" / "a1"
     work.mkdir(parents=True)
+    for name in ("submission_secret.txt", "timestamp.txt"):  # what nbgrader submit wrote, copied in by autograde
+        (work / name).write_text(f"{name} of the submission")
     return root
 
 
@@ -159,7 +161,8 @@ def test_writes_only_its_own_folder(kernel, course_folder):
                "other student": course_folder / "autograded/other/a1", "autograder package": package,
                "environment": Path(sys.prefix), "interpreter": Path(sys.base_prefix), "usr": Path("/usr"),
                "root": Path("/"), "etc": Path("/etc"), "dev": Path("/dev")}
-    appends = {"course config": course_folder / "nbgrader_config.py", "checks/core.py": package / "checks" / "core.py"}
+    appends = {"course config": course_folder / "nbgrader_config.py", "checks/core.py": package / "checks" / "core.py",
+               "own secret": course_folder / "autograded/me/a1/submission_secret.txt"}
     name = f"written-{uuid.uuid4().hex[:8]}"
     hashes = {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in appends.values()}
     result = kernel.evaluate(f"""
@@ -178,12 +181,13 @@ def test_writes_only_its_own_folder(kernel, course_folder):
                 done[what] = False
         print("RESULT", json.dumps(done))
     """)
-    # seen from outside: only its own folder changed
-    assert [what for what, folder in creates.items() if (folder / name).exists()] == ["own folder"]
+    # seen from outside: nothing changed, not even its own folder, whose copy it works in (a bounded tmpfs), nor the
+    # file nbgrader reads back from there (release_feedback failed for the class after one kernel rewrote it)
+    assert [what for what, folder in creates.items() if (folder / name).exists()] == []
     assert hashes == {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in appends.values()}
     # seen from inside: the runtime and the system are read-only (a course kept under /tmp shows as an
     # empty folder of the kernel's private /tmp: writing there changes nothing outside, as checked above)
-    assert result["own folder"] and result["private tmp"]
+    assert result["own folder"] and result["private tmp"] and result["own secret"]
     assert not any(result[what] for what in ("autograder package", "checks/core.py", "environment", "interpreter",
                                               "usr", "root", "etc", "dev", "other student"))
 
@@ -281,6 +285,30 @@ def test_its_sockets_folder_takes_nothing_of_the_graders_disk(kernel, course_fol
     assert os.path.islink(folder) and os.readlink(folder).startswith("/proc/")
 
 
+def test_its_working_folder_takes_nothing_of_the_graders_disk(kernel, course_folder):
+    """The kernel works in a copy of its folder on a tmpfs of Sandbox.folder_bytes: `posix_fallocate`, which costs no
+    CPU time and no memory on a disk, filled the grader's disk from there in a fraction of a second and stopped the
+    class. It finds its folder's files, and what it writes stays in the sandbox."""
+    found, reserved, written = kernel.evaluate("""
+        import json, os
+        found = open("timestamp.txt").read()
+        with open("checkpoint.bin", "wb") as checkpoint:
+            try:
+                os.posix_fallocate(checkpoint.fileno(), 0, 2**30)
+                reserved = "all"
+            except OSError as error:
+                reserved = error.errno
+        os.remove("checkpoint.bin")
+        with open("notes.txt", "w") as notes:
+            written = notes.write("kept in the sandbox")
+        print("RESULT", json.dumps([found, reserved, written]))
+    """)
+    work = course_folder / "autograded" / "me" / "a1"
+    assert found == (work / "timestamp.txt").read_text()
+    assert reserved == errno.ENOSPC and written > 0
+    assert not (work / "notes.txt").exists()
+
+
 def test_clean_environment_and_its_own_home(kernel):
     names, home, environ_files, processes, cuda = kernel.evaluate(f"""
         import glob, json, os
@@ -340,8 +368,8 @@ def test_nothing_it_starts_outlives_it_and_nothing_it_leaves_trips_the_grader(mo
     kernel.shutdown()
     assert not running(tag)
     left = {str(p.relative_to(work)): p.lstat().st_mode for p in work.rglob("*")}
-    assert set(left) == {"data", "kept", "tool"}
-    assert stat.S_ISLNK(left["kept"]) and stat.S_IMODE(left["tool"]) == 0o755
+    assert set(left) == {"data", "kept"}  # what it made was in its copy of the folder
+    assert stat.S_ISLNK(left["kept"])
     assert stat.S_IMODE(work.stat().st_mode) == 0o755
 
 
@@ -469,15 +497,21 @@ def test_without_cgroups_grading_goes_on_and_says_what_holds(tmp_path, monkeypat
     monkeypatch.setattr(sandbox, "_said_which_bound", [])
     box = sandbox.KernelSandbox(tmp_path, log=logging.getLogger("test"))
     with caplog.at_level(logging.WARNING):
-        box.start(["/bin/sh", "-c", "echo ran > out; sleep 30"], sandbox.environment(gpus=False))
-    deadline = time.monotonic() + 10
-    out = tmp_path / "out"  # made empty by the redirection first, then written: wait for what it says
-    while not (out.exists() and out.read_text()) and time.monotonic() < deadline:
-        time.sleep(0.05)
+        box.start(["/bin/sh", "-c", "echo ran; sleep 30"], sandbox.environment(gpus=False))
+    ran = printed(box)
     box.close()
-    assert box.group is None and out.read_text() == "ran\n"
+    assert box.group is None and ran == "ran"
     assert fingerprint("sandbox_no_group").en in caplog.text and fingerprint("sandbox_no_group").zh in caplog.text
     assert "no cgroup here (test)" in caplog.text
+
+
+def printed(box, timeout=10) -> str:
+    """What a sandbox's first process printed, once it printed something (its output is read by a thread of the
+    sandbox's; what it writes in its folder stays in the sandbox)."""
+    deadline = time.monotonic() + timeout
+    while not box.output_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return box.output_text()
 
 
 def running(tag) -> list[str]:
@@ -609,11 +643,11 @@ def test_no_process_may_move_or_fill_the_folders_around_its_mounts_in_tmp(tmp_pa
                 "write elsewhere in /tmp": "open('/tmp/mine', 'w').close()"}
     script = "import json, os\ndone = {}\n" + "".join(
         f"try:\n    {code}\n    done[{what!r}] = True\nexcept OSError:\n    done[{what!r}] = False\n"
-        for what, code in attempts.items()) + "open('out', 'w').write(json.dumps(done))\n"
+        for what, code in attempts.items()) + "print(json.dumps(done))\n"
     box = sandbox.KernelSandbox(work)
     try:
         box.start([sys.executable, "-c", script], sandbox.environment(gpus=False)).wait(timeout=60)
+        done = json.loads(printed(box))
     finally:
         box.close()
-    done = json.loads((work / "out").read_text())
     assert [what for what, written in done.items() if written] == ["write elsewhere in /tmp"]

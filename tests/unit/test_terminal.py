@@ -16,9 +16,11 @@ OSC52 = "\x1b]52;c;cm0gLXJmIH4K\x07"  # writes the terminal's clipboard
     ("right\u202eto left\u2066", "right\\u202eto left\\u2066"),
     ("line\nnext\ttab", "line\\nnext\\ttab"),
     ("学生 ✓ plain", "学生 ✓ plain"),
+    (b"notes-\xff\xfe.txt".decode("utf-8", "surrogateescape"), "notes-\\udcff\\udcfe.txt"),  # a name not UTF-8
 ])
 def test_control_characters_are_shown_as_escapes(raw, shown):
     assert visible(raw) == shown
+    assert visible(raw).encode("utf-8")  # every log is UTF-8: a name that is not stopped `course grade` for the class
 
 
 def test_lines_and_tabs_can_be_kept():
