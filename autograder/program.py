@@ -179,6 +179,10 @@ def own_folder(root, private_tmp=False):
 # beside the notebook: MNIST as files is 10 folders of 6,000, Food-101 101 of 1,000): listed as one entry, its
 # files not one by one, and counted as large, so that a folder where cells run again links it
 _FILES_LIMIT, _FILES_BYTES, _DATA_SET_ENTRIES = 20_000, 64 * 2**20, 256
+# A folder this many levels below the one listed is listed as one entry too, as a data set is: Python 3.11 walks a
+# tree recursively, and a cell that made 1,500 nested folders ended the program (RecursionError) where the kernel
+# had run it
+_DEPTH_LIMIT = 64
 
 
 def listed_files() -> dict | None:
@@ -212,7 +216,8 @@ def _list(top, found, key, programs=lambda path: True):
     the `programs`."""
     start = len(found)
     for parent, folders, names in os.walk(top):
-        if parent != top and len(folders) + len(names) > _DATA_SET_ENTRIES:
+        if parent != top and (len(folders) + len(names) > _DATA_SET_ENTRIES
+                              or os.path.relpath(parent, top).count(os.sep) >= _DEPTH_LIMIT):
             found[key(parent)] = (_FILES_BYTES + 1, 0, 0)  # the same each time
             folders.clear()  # os.walk goes no deeper
             continue
@@ -277,7 +282,8 @@ def _again_folder(cells) -> str | None:
     try:
         shutil.copytree(_PROGRAM_FOLDER[0], folder, symlinks=True, ignore=ignored, dirs_exist_ok=True,
                         copy_function=os.link if large else shutil.copy2)
-    except (OSError, shutil.Error):
+    except (OSError, shutil.Error, RecursionError):  # RecursionError: a tree deeper than _DEPTH_LIMIT
+        remove_tree(folder)
         return None
     return folder
 
@@ -323,7 +329,7 @@ class TemporaryFiles:
             except OSError:  # what is there could not be removed: the program's stay where they wait
                 back = False
         for root in _TEMPORARY if back else ():
-            shutil.rmtree(os.path.join(root, HELD_PREFIX + self.name), ignore_errors=True)
+            remove_tree(os.path.join(root, HELD_PREFIX + self.name))
         self.placed = _STUDENTS
 
     def include(self, paths):
@@ -373,9 +379,20 @@ def _temporary_paths() -> set:
 
 def _remove(path):
     if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path)
+        try:
+            shutil.rmtree(path)
+        except RecursionError as error:  # see remove_tree
+            raise OSError(f"{path}: too deep to remove") from error
     elif os.path.lexists(path):
         os.unlink(path)
+
+
+def remove_tree(path):
+    """shutil.rmtree, ignoring errors, whatever the student's cells made there: Python 3.11 removes a tree recursively,
+    so one deeper than the recursion limit raised RecursionError, past `ignore_errors`. Such a tree stays in the
+    sandbox's bounded tmpfs, and goes with it."""
+    with contextlib.suppress(RecursionError):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def new_shell(namespace=None):

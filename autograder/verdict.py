@@ -161,7 +161,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None, 
                 _end_stragglers(spared, running.group)
             _send(start, b"e")  # the test has ended: the program runs its cell as released (_released_cell)
             for again in glob.glob(os.path.join(root, "again-*")):  # where this test's caller ran cells again
-                shutil.rmtree(again, ignore_errors=True)
+                program.remove_tree(again)
             if "test_cell_code" in result:  # the test cell calls the student's code other than through checks.call,
                 # or gives it code of its own
                 _record(grader_fd, {"instructor_error": str(cell["grade_id"]), "key": result["key"],
@@ -172,7 +172,7 @@ def run(cells, timeout, grader_fd, sandboxed=False, solutions=None, tests=None, 
             recorded.add(cell["grade_id"])
     running.now()
     running.kill()
-    shutil.rmtree(root, ignore_errors=True)
+    program.remove_tree(root)
 
 
 def _judges_apart(folder):

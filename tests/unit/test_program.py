@@ -476,6 +476,32 @@ def test_a_folder_run_again_links_a_large_data_set_copies_the_rest_and_keeps_lin
     assert os.stat(os.path.join(linked, "data.bin")).st_ino == os.stat(program_folder / "data.bin").st_ino
 
 
+def test_a_tree_deeper_than_pythons_recursion_limit_is_listed_as_one_entry_and_removed(program_folder):
+    """A cell that made 1,500 nested folders ended the program (RecursionError) where the kernel had run it: such a
+    folder is listed as a data set is (its top, no deeper), a folder where cells would run again is not made from it
+    (they run in the program's own), and the verdict's removal of it raises nothing."""
+    import subprocess
+    import sys
+
+    folder = os.open(program_folder, os.O_RDONLY)
+    for _ in range(sys.getrecursionlimit() + 500):  # as the cell did: os.makedirs would recurse as deep
+        os.mkdir("d", dir_fd=folder)
+        folder, above = os.open("d", os.O_RDONLY, dir_fd=folder), folder
+        os.close(above)
+    os.close(folder)
+    deep = program_folder / "d"
+    try:
+        files = program.listed_files()
+        assert "d" in files and len(files) == program._DEPTH_LIMIT + 1
+        assert program._again_folder([{"made": set()}]) is None
+        assert not [name for name in os.listdir(program_folder.parent) if name.startswith("again-")]
+        program.remove_tree(deep)  # what Python cannot remove stays in the sandbox's tmpfs
+        with pytest.raises(OSError):
+            program._remove(str(deep))
+    finally:
+        subprocess.run(["rm", "-rf", str(deep)], check=True)  # iterative
+
+
 def test_on_each_machine_the_caller_works_in_that_machines_folder_with_its_modules_and_environment(
         program_folder, tmp_path):
     """The test's calls on a simulated machine run in the folder its cells left, with the student's modules they
