@@ -393,14 +393,15 @@ class KernelSandbox:
         self._link_sockets()
 
     def _copy_working_folder(self):
-        """The working folder's files, folders and links, copied into the kernel's own tmpfs before any cell runs
-        (its first process is the kernel starting, or the holder a forked kernel joins). A submission once filled the
-        grader's disk from its folder in a fraction of a second (`posix_fallocate`: no CPU time, no memory), and
-        stopped the class; another rewrote the `submission_secret.txt` nbgrader had copied there, and
-        `release_feedback` failed for every student after it. Now the folder on disk is only read."""
+        """The working folder's files, folders and links but its notebooks (`_not_copied`), copied into the kernel's
+        own tmpfs before any cell runs (its first process is the kernel starting, or the holder a forked kernel
+        joins). A submission once filled the grader's disk from its folder in a fraction of a second
+        (`posix_fallocate`: no CPU time, no memory), and stopped the class; another rewrote the
+        `submission_secret.txt` nbgrader had copied there, and `release_feedback` failed for every student after it.
+        Now the folder on disk is only read."""
         try:
             shutil.copytree(self.work_dir, f"/proc/{self.first_pid}/root{self.inside}", symlinks=True,
-                            ignore=_special_files, dirs_exist_ok=True)
+                            ignore=_not_copied, dirs_exist_ok=True)
         except (OSError, shutil.Error) as error:
             raise SandboxError(message("sandbox_folder_not_copied", folder=self.work_dir,
                                        megabytes=self.settings.folder_bytes // 2**20, error=error)) from None
@@ -549,10 +550,15 @@ def _children(pid) -> list[int]:
         return found
 
 
-def _special_files(parent, names) -> list[str]:
-    """What `shutil.copytree` leaves out of a kernel's copy: pipes, sockets and device files (a pipe would block it)."""
+def _not_copied(parent, names) -> list[str]:
+    """What `shutil.copytree` leaves out of a kernel's copy of its folder: pipes, sockets and device files (a pipe
+    would block it), and notebooks. nbgrader's autograde writes the notebook it grades there before the kernel
+    starts, with the instructor's test cells put back whole, hidden tests included (and an assignment's earlier
+    notebooks as graded): a student's cell read it and printed every hidden test into its feedback. The kernel is
+    sent the notebook's cells; a cell that reads a notebook file finds none, as in the verdict's program."""
     kept = (stat.S_ISREG, stat.S_ISDIR, stat.S_ISLNK)
-    return [name for name in names if not any(kind(os.lstat(os.path.join(parent, name)).st_mode) for kind in kept)]
+    return [name for name in names if name.endswith(".ipynb")
+            or not any(kind(os.lstat(os.path.join(parent, name)).st_mode) for kind in kept)]
 
 
 def _links(folder) -> dict:

@@ -91,6 +91,7 @@ def course_folder(tmp_path_factory):
     work.mkdir(parents=True)
     for name in ("submission_secret.txt", "timestamp.txt"):  # what nbgrader submit wrote, copied in by autograde
         (work / name).write_text(f"{name} of the submission")
+    (work / "a1.ipynb").write_text("BEGIN HIDDEN TESTS")  # nbgrader's autograde writes it there, test cells put back
     return root
 
 
@@ -197,6 +198,7 @@ def test_reads_nothing_of_the_course_or_other_students(kernel, course_folder):
     home = [p for p in Path.home().iterdir() if not any(r.startswith(str(p)) for r in runtime)][:20]
     secrets = [course_folder / "source/a1/a1.ipynb", course_folder / "gradebook.db", course_folder / "nbgrader_config.py",
                course_folder / "submitted/other/a1/a1.ipynb", course_folder / "autograded/other/a1/a1.ipynb",
+               course_folder / "autograded/me/a1/a1.ipynb",
                classroom.ROOT / "source", classroom.ROOT / "nbgrader_config.py", *home]
     seen = kernel.evaluate(f"""
         import json, os
