@@ -13,16 +13,22 @@ class (`ExchangeFactory.collect` in nbgrader_config.py), keeps nbgrader's collec
   opened relative to its folder, refusing links, so swapping a file for a link mid-copy does not help);
   everything else (links, pipes, devices, another user's files: hard links to them) is left behind, with a
   warning that names it, and the rest of the submission is collected.
+- the submission's time (`timestamp.txt`, by which the gradebook measures lateness) is the student's only
+  where the exchange agrees: a student may rewrite their own submission after `nbgrader submit`, and a late one
+  wrote that they were on time. Where the file says a time more than CLOCK_SLACK before the exchange last saw the
+  submission change (its folder's ctime, which no user can set back), or says none, that time is recorded.
 
 `--ExchangeCollect.check_owner=False` (nbgrader's own switch) turns the ownership rule off, for exchanges
 where files do not belong to their students' Unix users; regular files alone are copied either way.
 """
+import datetime
 import os
 import pwd
 import stat
 
+from dateutil.tz import gettz
 from nbgrader.exchange.default import ExchangeCollect
-from nbgrader.utils import ignore_patterns
+from nbgrader.utils import ignore_patterns, parse_utc
 
 from autograder.messages import message
 
@@ -65,6 +71,30 @@ class CollectOwnRegularFiles(ExchangeCollect):
         for path in left:
             self.log.warning(message("collect_not_regular", submission=visible(os.path.basename(src)),
                                      path=visible(path)))
+        self._keep_the_exchanges_time(src, dest)
+
+    def _keep_the_exchanges_time(self, src, dest):
+        """The student's `timestamp.txt` in `dest`, unless it says a time more than CLOCK_SLACK before the exchange
+        last saw the submission `src` change: then that time, in nbgrader's own format, with a warning."""
+        seen = datetime.datetime.fromtimestamp(os.lstat(src).st_ctime, datetime.timezone.utc)
+        path = os.path.join(dest, "timestamp.txt")
+        try:
+            with open(path, encoding="utf-8") as file:
+                claimed = file.read().strip()
+            if parse_utc(claimed) >= seen.replace(tzinfo=None) - CLOCK_SLACK:  # parse_utc: naive, in UTC
+                return
+        except (OSError, ValueError, OverflowError):
+            claimed = ""
+        recorded = seen.astimezone(gettz(self.timezone)).strftime(self.timestamp_format)
+        self.log.warning(message("collect_time_of_the_exchange", submission=visible(os.path.basename(src)),
+                                 claimed=visible(claimed[:60]) or "-", recorded=recorded))
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(recorded)
+
+
+# how much earlier than the exchange saw a submission its own time may be: `nbgrader submit` writes the time it
+# started, then copies the notebook (a large one, on a slow shared disk, takes a while)
+CLOCK_SLACK = datetime.timedelta(minutes=5)
 
 
 def user_name(uid: int) -> str:

@@ -7,16 +7,20 @@ folders in inbound/. Two attacks of one student, mallory, on the instructor's `n
   instructor can read (her notebook becomes a link to the source notebook, with the solutions and hidden
   tests; another to the gradebook), and a pipe that would block a reader;
 - impersonation: `nbgrader submit --CourseDirectory.student_id=ALICE` makes a submission named after alice,
-  newer than alice's own.
+  newer than alice's own;
+- lateness: mallory rewrites her submission's `timestamp.txt` to a time before the due date.
 Collect copies the regular files of each submission's owner and nothing else, refuses the forged one with a
 bilingual error, and collects alice's own submission for alice.
 """
+import datetime
 import os
 import subprocess
 from pathlib import Path
 
 import nbformat
 import pytest
+
+from nbgrader.utils import parse_utc
 
 from course import classroom
 from support import unix_users
@@ -97,9 +101,11 @@ def collected():
             m.submit("mallory", "mallory's answer")
             (own,) = m.inbound("mallory")
             source = m.course / "source" / ASSIGNMENT / NOTEBOOK
+            m.submitted_after = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
             m.student("mallory", "sh", "-c", 'cd "$1" && echo my notes > notes.txt && mkdir extra && '
                       'ln -sf "$2" "$3" && ln -s "$4/gradebook.db" extra/grades.db && ln -s "$4" course && '
-                      'mkfifo extra/pipe', "sh", own, source, NOTEBOOK, m.course)
+                      'mkfifo extra/pipe && printf "2025-12-31 23:00:00.000000 UTC" > timestamp.txt',
+                      "sh", own, source, NOTEBOOK, m.course)
             m.submit("mallory", "mallory pretending to be alice", f"--CourseDirectory.student_id={students['alice']}")
             m.log = m.instructor("collect", ASSIGNMENT)
             yield m
@@ -139,3 +145,13 @@ def test_a_submission_claiming_another_student_is_refused_and_theirs_stands(coll
     assert f"Unix user {m.students['mallory']}" in m.log
     notebook = (m.submitted("alice") / NOTEBOOK).read_text("utf-8")
     assert "alice's own answer" in notebook and "pretending" not in notebook
+
+
+def test_a_submission_time_the_exchange_did_not_see_is_replaced_by_the_one_it_saw(collected):
+    """mallory wrote that she submitted before the due date: the time recorded is when the exchange last saw her
+    submission change, and the note says so in both languages; alice's own time stands."""
+    m = collected
+    assert parse_utc((m.submitted("mallory") / "timestamp.txt").read_text()) >= m.submitted_after
+    assert shows(m.log, "collect_time_of_the_exchange"), m.log
+    alice_own = m.inbound("alice")[0] / "timestamp.txt"
+    assert (m.submitted("alice") / "timestamp.txt").read_text() == alice_own.read_text()
