@@ -74,11 +74,12 @@ def test_the_sandbox_shares_nothing_and_keeps_no_right(box):
 
 
 def test_the_kernel_writes_only_its_working_folder_and_its_own_small_filesystems(box):
-    """Everything is bound read-only, then / remounted read-only: what is writable is the course folder
-    (the submission's own), the tmpfs's of the sandbox's own memory, and the devices bound for CUDA."""
+    """Everything is bound read-only, then / remounted read-only: what is writable is the tmpfs's of the sandbox's
+    own memory, its working folder among them (a copy of the submission's folder: nothing of the grader's disk), and
+    the devices bound for CUDA."""
     found, _ = built(box)
     assert writable(found) == [("--tmpfs", "/tmp"), ("--dir", sandbox.HOME), ("--tmpfs", "/dev/shm"),
-                        ("--tmpfs", str(box.run_dir)), ("--bind", box.work_dir, box.work_dir)]
+                        ("--tmpfs", str(box.run_dir)), ("--tmpfs", box.work_dir)]
     assert found.index(("--remount-ro", "/")) > max(i for i, o in enumerate(found) if o[0] in MOUNTS)
     assert found.index(("--remount-ro", "/dev")) > found.index(("--tmpfs", "/dev/shm"))
     assert ("--chdir", box.work_dir) in found
@@ -116,13 +117,15 @@ def test_a_folder_in_tmp_around_a_mount_is_a_small_read_only_tmpfs(box, monkeypa
     assert sandbox._folders_around_mounts([f"{sandbox.HOME}/x", "/tmp/y"]) == []
 
 
-@pytest.mark.parametrize("sizes", [{}, {"tmp_bytes": 3 * 2**20, "shm_bytes": 5 * 2**20}], ids=["defaults", "configured"])
+@pytest.mark.parametrize("sizes", [{}, {"tmp_bytes": 3 * 2**20, "shm_bytes": 5 * 2**20, "folder_bytes": 7 * 2**20}],
+                         ids=["defaults", "configured"])
 def test_each_tmpfs_is_sized(box, sizes):
-    """As the Sandbox settings say (c.Sandbox.tmp_bytes / shm_bytes in nbgrader_config.py)."""
+    """As the Sandbox settings say (c.Sandbox.tmp_bytes / shm_bytes / folder_bytes in nbgrader_config.py)."""
     box.settings = sandbox.Sandbox(bwrap=BWRAP, **sizes)
     found, _ = built(box)
     sizes = {found[i + 1][1]: int(found[i][1]) for i, o in enumerate(found) if o[0] == "--size"}
-    own = {"/tmp": box.settings.tmp_bytes, "/dev/shm": box.settings.shm_bytes, str(box.run_dir): sandbox.SOCKETS_BYTES}
+    own = {"/tmp": box.settings.tmp_bytes, "/dev/shm": box.settings.shm_bytes, str(box.run_dir): sandbox.SOCKETS_BYTES,
+           box.work_dir: box.settings.folder_bytes}
     assert {path: size for path, size in sizes.items() if path in own} == own
     # the rest: the folders in /tmp around the mounts (the test's own folders, a runtime in a fresh clone), read-only
     assert all(size == sandbox.FOLDS_BYTES and ("--remount-ro", path) in found
