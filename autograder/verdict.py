@@ -51,7 +51,6 @@ import json
 import marshal
 import os
 import select
-import shutil
 import signal
 import socket
 import stat
