@@ -15,8 +15,10 @@ class (`ExchangeFactory.collect` in nbgrader_config.py), keeps nbgrader's collec
   warning that names it, and the rest of the submission is collected.
 - the submission's time (`timestamp.txt`, by which the gradebook measures lateness) is the student's only
   where the exchange agrees: a student may rewrite their own submission after `nbgrader submit`, and a late one
-  wrote that they were on time. Where the file says a time more than CLOCK_SLACK before the exchange last saw the
-  submission change (its folder's ctime, which no user can set back), or says none, that time is recorded.
+  wrote that they were on time, and another rewrote an on-time placeholder's notebook in place after the due date.
+  Where the file says a time more than CLOCK_SLACK before the exchange last saw anything collected change (the
+  newest ctime of the submission's folders and files, which no user can set back), or says none, that time is
+  recorded.
 
 `--ExchangeCollect.check_owner=False` (nbgrader's own switch) turns the ownership rule off, for exchanges
 where files do not belong to their students' Unix users; regular files alone are copied either way.
@@ -67,16 +69,17 @@ class CollectOwnRegularFiles(ExchangeCollect):
         ignored = ignore_patterns(exclude=self.coursedir.ignore, include=self.coursedir.include,
                                   max_file_size=self.coursedir.max_file_size, log=self.log)
         owner = os.lstat(src).st_uid if self.check_owner else None
-        left = copy_regular_files(src, dest, owner, ignored, group_shared=self.coursedir.groupshared)
+        left, changed = copy_regular_files(src, dest, owner, ignored, group_shared=self.coursedir.groupshared)
         for path in left:
             self.log.warning(message("collect_not_regular", submission=visible(os.path.basename(src)),
                                      path=visible(path)))
-        self._keep_the_exchanges_time(src, dest)
+        self._keep_the_exchanges_time(src, dest, changed)
 
-    def _keep_the_exchanges_time(self, src, dest):
+    def _keep_the_exchanges_time(self, src, dest, changed):
         """The student's `timestamp.txt` in `dest`, unless it says a time more than CLOCK_SLACK before the exchange
-        last saw the submission `src` change: then that time, in nbgrader's own format, with a warning."""
-        seen = datetime.datetime.fromtimestamp(os.lstat(src).st_ctime, datetime.timezone.utc)
+        last saw what was collected from `src` change (`changed`, a ctime): then that time, in nbgrader's own format,
+        with a warning."""
+        seen = datetime.datetime.fromtimestamp(changed, datetime.timezone.utc)
         path = os.path.join(dest, "timestamp.txt")
         try:
             with open(path, encoding="utf-8") as file:
@@ -104,17 +107,20 @@ def user_name(uid: int) -> str:
         return f"uid {uid}"
 
 
-def copy_regular_files(src, dest, owner, ignored, group_shared=False) -> list[str]:
+def copy_regular_files(src, dest, owner, ignored, group_shared=False) -> tuple[list[str], float]:
     """Copy folder `src` to a new folder `dest`: its folders and regular files (of Unix user `owner`,
-    unless None), never following a link. Returns what was left behind, as paths relative to `src`.
+    unless None), never following a link. Returns what was left behind, as paths relative to `src`, and when what
+    was copied last changed (the newest ctime of `src` and of each folder and file, each read once it was copied:
+    no user can set a ctime back, and a file rewritten in place changes its own, not its folder's).
     `ignored(folder, names)` names what not to copy at all (nbgrader's ignore_patterns)."""
-    left = []
+    left, changed = [], [0.0]
     folder = os.open(src, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
-        _copy_folder(folder, src, dest, "", owner, ignored, left, group_shared)
+        _copy_folder(folder, src, dest, "", owner, ignored, left, group_shared, changed)
+        changed[0] = max(changed[0], os.fstat(folder).st_ctime)
     finally:
         os.close(folder)
-    return left
+    return left, changed[0]
 
 
 # folders below a submission copied at most this deep: each level is a call, and a folder 1,500 deep ended a grading
@@ -124,7 +130,7 @@ DEEPEST = 32
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
 
 
-def _copy_folder(folder, src, dest, relative, owner, ignored, left, group_shared):
+def _copy_folder(folder, src, dest, relative, owner, ignored, left, group_shared, changed):
     os.mkdir(dest)
     os.chmod(dest, 0o2770 if group_shared else 0o755)
     with os.scandir(folder) as scanned:  # entries of the open folder: a renamed path cannot redirect it
@@ -150,9 +156,11 @@ def _copy_folder(folder, src, dest, relative, owner, ignored, left, group_shared
             if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):  # swapped since the listing
                 left.append(path)
             elif is_folder:
-                _copy_folder(opened, src, os.path.join(dest, entry.name), path, owner, ignored, left, group_shared)
+                _copy_folder(opened, src, os.path.join(dest, entry.name), path, owner, ignored, left, group_shared,
+                             changed)
             else:
                 _copy_file(opened, os.path.join(dest, entry.name), now.st_mode, group_shared)
+            changed[0] = max(changed[0], os.fstat(opened).st_ctime)
         finally:
             os.close(opened)
 
