@@ -53,8 +53,10 @@ def _current_accelerator(kind, built, check_available=False):
     return torch.device(built)
 
 
-# what `torch.cuda.get_device_properties(0)` tells of the simulated GPU (a recent one with 80 GiB)
-_SIMULATED_GPU = SimpleNamespace(name="NVIDIA GPU (simulated)", major=9, minor=0, total_memory=80 * 2**30,
+# what `torch.cuda.get_device_properties(0)` tells of the simulated GPU: a recent one with 80 GiB, named as that GPU
+# names itself (a name that said "simulated" let an answer take its wrong path on real GPUs alone; what else tells the
+# simulation, a determined student can still find: README, "What a student's code can still misreport")
+_SIMULATED_GPU = SimpleNamespace(name="NVIDIA H100 80GB HBM3", major=9, minor=0, total_memory=80 * 2**30,
                                  multi_processor_count=132, is_integrated=False)
 
 
@@ -171,7 +173,7 @@ _ANSWERS = {
     # a simulated GPU is a recent one, with native bfloat16 (`torch.autocast("cuda", dtype=torch.bfloat16)` asks)
     "torch.cuda.is_bf16_supported": lambda kind, built, including_emulation=True: kind == "cuda",
     # what a student may print about the GPU it found (`torch.cuda.get_device_name(0)`): a recent one
-    "torch.cuda.get_device_name": lambda kind, built, device=None: _on_cuda(kind, built, "NVIDIA GPU (simulated)"),
+    "torch.cuda.get_device_name": lambda kind, built, device=None: _on_cuda(kind, built, _SIMULATED_GPU.name),
     "torch.cuda.get_device_capability": lambda kind, built, device=None: _on_cuda(kind, built, (9, 0)),
     "torch.cuda.get_device_properties": lambda kind, built, device=None: _on_cuda(kind, built, _SIMULATED_GPU),
     "torch.cuda.mem_get_info": lambda kind, built, device=None: _on_cuda(kind, built, (79 * 2**30, 80 * 2**30)),
