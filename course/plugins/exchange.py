@@ -5,7 +5,7 @@ student id from the folder's name (so `nbgrader submit --CourseDirectory.student
 classmate's submission, with a warning only) and copies with `shutil.copytree`, which follows symbolic
 links (so a link in a submission brings back any file the instructor can read: the hidden tests, a
 classmate's work, the gradebook). CollectOwnRegularFiles, configured as nbgrader's collect exchange
-class (`ExchangeFactory.collect` in nbgrader_config.py), keeps nbgrader's collect and changes two things:
+class (`ExchangeFactory.collect` in nbgrader_config.py), keeps nbgrader's collect and changes four things:
 
 - a submission counts only when it is a real folder owned by the Unix user its name claims; any other is
   refused with an error, and the claimed student's own newest submission is collected instead;
@@ -17,8 +17,11 @@ class (`ExchangeFactory.collect` in nbgrader_config.py), keeps nbgrader's collec
   where the exchange agrees: a student may rewrite their own submission after `nbgrader submit`, and a late one
   wrote that they were on time, and another rewrote an on-time placeholder's notebook in place after the due date.
   Where the file says a time more than CLOCK_SLACK before the exchange last saw anything collected change (the
-  newest ctime of the submission's folders and files, which no user can set back), or says none, that time is
-  recorded.
+  newest ctime of the submission's folders and files, which no user can set back), or says none (a folder of
+  that name too), that time is recorded;
+- a submission's `submission_secret.txt` that is not one `nbgrader submit` writes (bytes that are not text, a
+  folder, none) is replaced by a new one, with a warning: `release_feedback` reads every student's in turn, and one it
+  could not read stopped it for the rest of the class.
 
 `--ExchangeCollect.check_owner=False` (nbgrader's own switch) turns the ownership rule off, for exchanges
 where files do not belong to their students' Unix users; regular files alone are copied either way.
@@ -26,6 +29,9 @@ where files do not belong to their students' Unix users; regular files alone are
 import datetime
 import os
 import pwd
+import re
+import secrets
+import shutil
 import stat
 
 from dateutil.tz import gettz
@@ -73,26 +79,60 @@ class CollectOwnRegularFiles(ExchangeCollect):
         for path in left:
             self.log.warning(message("collect_not_regular", submission=visible(os.path.basename(src)),
                                      path=visible(path)))
-        self._keep_the_exchanges_time(src, dest, changed)
-
-    def _keep_the_exchanges_time(self, src, dest, changed):
-        """The student's `timestamp.txt` in `dest`, unless it says a time more than CLOCK_SLACK before the exchange
-        last saw what was collected from `src` change (`changed`, a ctime): then that time, in nbgrader's own format,
-        with a warning."""
+        submission = visible(os.path.basename(src))
         seen = datetime.datetime.fromtimestamp(changed, datetime.timezone.utc)
-        path = os.path.join(dest, "timestamp.txt")
-        try:
-            with open(path, encoding="utf-8") as file:
-                claimed = file.read().strip()
-            if parse_utc(claimed) >= seen.replace(tzinfo=None) - CLOCK_SLACK:  # parse_utc: naive, in UTC
-                return
-        except (OSError, ValueError, OverflowError):
-            claimed = ""
         recorded = seen.astimezone(gettz(self.timezone)).strftime(self.timestamp_format)
-        self.log.warning(message("collect_time_of_the_exchange", submission=visible(os.path.basename(src)),
-                                 claimed=visible(claimed[:60]) or "-", recorded=recorded))
-        with open(path, "w", encoding="utf-8") as file:
-            file.write(recorded)
+        claimed = keep_the_exchanges_time(dest, seen, recorded)
+        if claimed is not None:
+            self.log.warning(message("collect_time_of_the_exchange", submission=submission,
+                                     claimed=visible(claimed[:60]) or "-", recorded=recorded))
+        if not keep_a_readable_secret(dest):
+            self.log.warning(message("collect_secret_replaced", submission=submission))
+
+
+def keep_the_exchanges_time(dest, seen, recorded) -> str | None:
+    """The student's `timestamp.txt` in the collected `dest`, unless it says a time more than CLOCK_SLACK before the
+    exchange last saw what was collected change (`seen`), or is no text file: then `recorded`, that time in
+    nbgrader's format. Returns what the student's said ("" for nothing readable) where it was replaced, else None."""
+    path = os.path.join(dest, "timestamp.txt")
+    try:
+        with open(path, encoding="utf-8") as file:
+            claimed = file.read().strip()
+        if parse_utc(claimed) >= seen.replace(tzinfo=None) - CLOCK_SLACK:  # parse_utc: naive, in UTC
+            return None
+    except (OSError, ValueError, OverflowError):  # a folder of that name too: nbgrader's next collect opened it
+        claimed = ""
+    _replace(path, recorded)
+    return claimed
+
+
+# what `nbgrader submit` writes as a submission's secret (secrets.token_hex(64)), by which its feedback is named
+SECRET = re.compile(r"[0-9a-f]{128}")
+
+
+def keep_a_readable_secret(dest) -> bool:
+    """Whether the collected `dest` holds a secret as `nbgrader submit` writes it; where it does not (bytes that are
+    not text, a folder, nothing), a new one: `release_feedback` reads every student's in turn, and one it could not
+    read stopped it for the rest of the class. That student's feedback cannot be fetched with their old secret."""
+    path = os.path.join(dest, "submission_secret.txt")
+    try:
+        with open(path, encoding="ascii") as file:
+            if SECRET.fullmatch(file.read().strip()):
+                return True
+    except (OSError, ValueError):
+        pass
+    _replace(path, secrets.token_hex(64))
+    return False
+
+
+def _replace(path, text):
+    """`path`, whatever it was (a file or a folder the student made), becomes a file that holds `text`."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.unlink(path)
+    with open(path, "x", encoding="utf-8") as file:
+        file.write(text)
 
 
 # how much earlier than the exchange saw a submission its own time may be: `nbgrader submit` writes the time it

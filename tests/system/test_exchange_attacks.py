@@ -8,7 +8,8 @@ folders in inbound/. Two attacks of one student, mallory, on the instructor's `n
   tests; another to the gradebook), and a pipe that would block a reader;
 - impersonation: `nbgrader submit --CourseDirectory.student_id=ALICE` makes a submission named after alice,
   newer than alice's own;
-- lateness: mallory rewrites her submission's `timestamp.txt` to a time before the due date.
+- lateness: mallory rewrites her submission's `timestamp.txt` to a time before the due date;
+- feedback: her `submission_secret.txt` becomes a folder (`release_feedback` read each student's in turn).
 Collect copies the regular files of each submission's owner and nothing else, refuses the forged one with a
 bilingual error, and collects alice's own submission for alice.
 """
@@ -23,6 +24,7 @@ import pytest
 from nbgrader.utils import parse_utc
 
 from course import classroom
+from course.plugins import exchange
 from support import unix_users
 from support.messages import shows
 from support.paths import BIN, with_bin_on_path
@@ -104,7 +106,8 @@ def collected():
             m.submitted_after = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
             m.student("mallory", "sh", "-c", 'cd "$1" && echo my notes > notes.txt && mkdir extra && '
                       'ln -sf "$2" "$3" && ln -s "$4/gradebook.db" extra/grades.db && ln -s "$4" course && '
-                      'mkfifo extra/pipe && printf "2025-12-31 23:00:00.000000 UTC" > timestamp.txt',
+                      'mkfifo extra/pipe && printf "2025-12-31 23:00:00.000000 UTC" > timestamp.txt && '
+                      'rm submission_secret.txt && mkdir submission_secret.txt',
                       "sh", own, source, NOTEBOOK, m.course)
             m.submit("mallory", "mallory pretending to be alice", f"--CourseDirectory.student_id={students['alice']}")
             m.log = m.instructor("collect", ASSIGNMENT)
@@ -155,3 +158,11 @@ def test_a_submission_time_the_exchange_did_not_see_is_replaced_by_the_one_it_sa
     assert shows(m.log, "collect_time_of_the_exchange"), m.log
     alice_own = m.inbound("alice")[0] / "timestamp.txt"
     assert (m.submitted("alice") / "timestamp.txt").read_text() == alice_own.read_text()
+
+
+def test_a_secret_release_feedback_could_not_read_is_replaced_and_theirs_stands(collected):
+    m = collected
+    assert exchange.SECRET.fullmatch((m.submitted("mallory") / "submission_secret.txt").read_text())
+    assert shows(m.log, "collect_secret_replaced"), m.log
+    alice_own = m.inbound("alice")[0] / "submission_secret.txt"
+    assert (m.submitted("alice") / "submission_secret.txt").read_text() == alice_own.read_text()

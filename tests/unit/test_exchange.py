@@ -1,7 +1,10 @@
 """What `nbgrader collect` copies from a submission in the exchange (course/plugins/exchange.py), on its own."""
+import datetime
 import os
 import subprocess
 import sys
+
+import pytest
 
 from course.plugins import exchange
 
@@ -47,3 +50,41 @@ def test_the_time_a_submission_last_changed_is_that_of_its_newest_file(tmp_path)
         rewritten.write("late answer")
     _, changed = exchange.copy_regular_files(submission, tmp_path / "submitted", None, lambda folder, names: [])
     assert os.lstat(submission).st_ctime == folder_changed < changed == os.lstat(notebook).st_ctime
+
+
+SEEN = datetime.datetime(2026, 12, 7, 12, 0, tzinfo=datetime.timezone.utc)  # when the exchange last saw it change
+RECORDED = "2026-12-07 12:00:00.000000 UTC"
+
+
+@pytest.mark.parametrize("claimed, kept", [("2026-12-07 11:58:00.000000 UTC", True),  # nbgrader submit's copy took time
+                                           ("2025-12-31 23:00:00.000000 UTC", False), ("yesterday", False),
+                                           (b"\xff\xfe", False), (None, False), ("folder", False)])
+def test_a_submission_keeps_its_own_time_only_where_the_exchange_agrees(tmp_path, claimed, kept):
+    path = tmp_path / "timestamp.txt"
+    if claimed == "folder":  # nbgrader's next collect opened it and stopped for the class
+        (path / "inside").mkdir(parents=True)
+    elif claimed is not None:
+        path.write_bytes(claimed if isinstance(claimed, bytes) else claimed.encode())
+    replaced = exchange.keep_the_exchanges_time(tmp_path, SEEN, RECORDED)
+    assert (replaced is None) == kept
+    assert path.read_text() == (claimed if kept else RECORDED)
+
+
+@pytest.mark.parametrize("secret", [b"\xff\xfe not text", b"short", None, "folder"])
+def test_a_secret_release_feedback_could_not_read_is_replaced(tmp_path, secret):
+    path = tmp_path / "submission_secret.txt"
+    if secret == "folder":
+        (path / "inside").mkdir(parents=True)
+    elif secret is not None:
+        path.write_bytes(secret)
+    assert not exchange.keep_a_readable_secret(tmp_path)
+    assert exchange.SECRET.fullmatch(path.read_text())
+
+
+def test_a_secret_nbgrader_submit_wrote_is_kept(tmp_path):
+    import secrets
+
+    written = secrets.token_hex(64)
+    (tmp_path / "submission_secret.txt").write_text(written)
+    assert exchange.keep_a_readable_secret(tmp_path)
+    assert (tmp_path / "submission_secret.txt").read_text() == written
