@@ -398,13 +398,18 @@ class KernelSandbox:
         joins). A submission once filled the grader's disk from its folder in a fraction of a second
         (`posix_fallocate`: no CPU time, no memory), and stopped the class; another rewrote the
         `submission_secret.txt` nbgrader had copied there, and `release_feedback` failed for every student after it.
-        Now the folder on disk is only read."""
+        Now the folder on disk is only read. The copy walks the sandbox's tree from outside, where a link the sandbox
+        made would be followed against the grader's root: its only process is stopped meanwhile, though it runs no
+        student code yet (nbgrader sends the cells once the kernel has started)."""
+        os.kill(self.first_pid, signal.SIGSTOP)
         try:
             shutil.copytree(self.work_dir, f"/proc/{self.first_pid}/root{self.inside}", symlinks=True,
                             ignore=_not_copied, dirs_exist_ok=True)
         except (OSError, shutil.Error) as error:
             raise SandboxError(message("sandbox_folder_not_copied", folder=self.work_dir,
                                        megabytes=self.settings.folder_bytes // 2**20, error=error)) from None
+        finally:
+            os.kill(self.first_pid, signal.SIGCONT)
 
     def _link_sockets(self):
         """The sockets' folder, seen from outside: a link into the sandbox's own mounts (the same path
