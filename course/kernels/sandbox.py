@@ -44,6 +44,7 @@ set one configuration value, `Sandbox.enabled`, which every part of grading read
 Every other bound of a sandbox is a setting of the same class (`Sandbox`: its memory and processes as a whole,
 the sizes of its /tmp and /dev/shm, the bwrap program), set in nbgrader_config.py as `c.Sandbox.memory_bytes`.
 """
+import errno
 import functools
 import json
 import os
@@ -403,9 +404,12 @@ class KernelSandbox:
         student code yet (nbgrader sends the cells once the kernel has started)."""
         os.kill(self.first_pid, signal.SIGSTOP)
         try:
-            shutil.copytree(self.work_dir, f"/proc/{self.first_pid}/root{self.inside}", symlinks=True,
-                            ignore=_not_copied, dirs_exist_ok=True)
-        except (OSError, shutil.Error) as error:
+            target = os.open(f"/proc/{self.first_pid}/root{self.inside}", _FOLDER)
+            try:
+                _copy_into(self.work_dir, target)
+            finally:
+                os.close(target)
+        except OSError as error:
             raise SandboxError(message("sandbox_folder_not_copied", folder=self.work_dir,
                                        megabytes=self.settings.folder_bytes // 2**20, error=error)) from None
         finally:
@@ -555,8 +559,40 @@ def _children(pid) -> list[int]:
         return found
 
 
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+DEEPEST = 32  # folders below a kernel's working folder that are copied into its sandbox, at most
+
+
+def _copy_into(source, target, depth=0):
+    """What `source` (a folder of the grader's) holds but `_not_copied`, into the folder open at descriptor `target`,
+    never through a link there: each folder and file is made anew, relative to its folder's descriptor, and one
+    already there (a link a process of the sandbox made) fails the copy. A kernel that validate starts in a student's
+    folder imports a module of theirs before any cell runs (`autograder/`, first on `sys.path`), and the grader's copy
+    had followed the links it made, writing files anywhere, as the grader. At most DEEPEST levels: each is a call."""
+    if depth > DEEPEST:
+        raise OSError(errno.ELOOP, f"more than {DEEPEST} folders deep", source)
+    with os.scandir(source) as entries:
+        names = {entry.name: entry for entry in entries}
+    for name in set(names) - set(_not_copied(source, list(names))):
+        entry = names[name]
+        if entry.is_symlink():
+            os.symlink(os.readlink(entry.path), name, dir_fd=target)
+        elif entry.is_dir(follow_symlinks=False):
+            os.mkdir(name, 0o755, dir_fd=target)
+            inner = os.open(name, _FOLDER, dir_fd=target)
+            try:
+                _copy_into(entry.path, inner, depth + 1)
+            finally:
+                os.close(inner)
+        else:
+            mode = stat.S_IMODE(entry.stat(follow_symlinks=False).st_mode) & 0o755 | 0o600
+            written = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=target)
+            with open(entry.path, "rb") as reading, os.fdopen(written, "wb") as writing:
+                shutil.copyfileobj(reading, writing, 1 << 20)
+
+
 def _not_copied(parent, names) -> list[str]:
-    """What `shutil.copytree` leaves out of a kernel's copy of its folder: pipes, sockets and device files (a pipe
+    """What `_copy_into` leaves out of a kernel's copy of its folder: pipes, sockets and device files (a pipe
     would block it), and notebooks. nbgrader's autograde writes the notebook it grades there before the kernel
     starts, with the instructor's test cells put back whole, hidden tests included (and an assignment's earlier
     notebooks as graded): a student's cell read it and printed every hidden test into its feedback. The kernel is

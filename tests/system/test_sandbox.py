@@ -311,6 +311,24 @@ def test_its_working_folder_takes_nothing_of_the_graders_disk(kernel, course_fol
     assert not (work / "notes.txt").exists()
 
 
+def test_the_copy_of_a_kernels_folder_never_writes_through_a_link_made_there(tmp_path):
+    """A kernel that validate starts in a student's folder runs a module of theirs before any cell (an `autograder/`
+    first on `sys.path`): a link it made where the grader's copy goes had taken the copy, as the grader, anywhere."""
+    source, target, outside = tmp_path / "folder", tmp_path / "sandbox", tmp_path / "outside"
+    (source / "checkpoints").mkdir(parents=True)
+    (source / "checkpoints" / "weights.pt").write_text("from the submission")
+    target.mkdir()
+    outside.mkdir()
+    (target / "checkpoints").symlink_to(outside)  # made in the sandbox before the copy
+    folder = os.open(target, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with pytest.raises(FileExistsError):
+            sandbox._copy_into(str(source), folder)
+    finally:
+        os.close(folder)
+    assert list(outside.iterdir()) == []
+
+
 def test_clean_environment_and_its_own_home(kernel):
     names, home, environ_files, processes, cuda = kernel.evaluate(f"""
         import glob, json, os
