@@ -193,8 +193,8 @@ def _copy_folder(folder, src, dest, relative, owner, ignored, left, group_shared
             continue
         try:
             now = os.fstat(opened)
-            if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):  # swapped since the listing
-                left.append(path)
+            if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino) or (not is_folder and _has_holes(opened, now)):
+                left.append(path)  # swapped since the listing; or sparse, see _has_holes
             elif is_folder:
                 _copy_folder(opened, src, os.path.join(dest, entry.name), path, owner, ignored, left, group_shared,
                              changed)
@@ -203,6 +203,17 @@ def _copy_folder(folder, src, dest, relative, owner, ignored, left, group_shared
             changed[0] = max(changed[0], os.fstat(opened).st_ctime)
         finally:
             os.close(opened)
+
+
+def _has_holes(opened, info) -> bool:
+    """Whether the open regular file has holes: `truncate -s 95M` takes no space in the exchange, and its copy writes
+    every byte (fifteen such files filled the grader's disk at collect). Honest submissions have none."""
+    try:
+        return info.st_size > 0 and os.lseek(opened, 0, os.SEEK_HOLE) < info.st_size
+    except OSError:  # a file system that cannot say: no holes seen
+        return False
+    finally:
+        os.lseek(opened, 0, os.SEEK_SET)
 
 
 def _copy_file(source, target, mode, group_shared):

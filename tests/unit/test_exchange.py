@@ -88,3 +88,16 @@ def test_a_secret_nbgrader_submit_wrote_is_kept(tmp_path):
     (tmp_path / "submission_secret.txt").write_text(written)
     assert exchange.keep_a_readable_secret(tmp_path)
     assert (tmp_path / "submission_secret.txt").read_text() == written
+
+
+def test_a_file_with_holes_is_left_behind(tmp_path):
+    """`truncate -s 95M` takes no space in the exchange, and its copy wrote every byte: fifteen filled the grader's
+    disk at collect."""
+    submission = tmp_path / "inbound"
+    submission.mkdir()
+    (submission / "notes.txt").write_text("mine")
+    with open(submission / "data.bin", "wb") as sparse:
+        sparse.truncate(64 * 2**20)
+    left, _ = exchange.copy_regular_files(submission, tmp_path / "submitted", None, lambda folder, names: [])
+    assert left == ["data.bin"]
+    assert sorted(os.listdir(tmp_path / "submitted")) == ["notes.txt"]
