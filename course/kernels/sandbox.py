@@ -399,9 +399,10 @@ class KernelSandbox:
         joins). A submission once filled the grader's disk from its folder in a fraction of a second
         (`posix_fallocate`: no CPU time, no memory), and stopped the class; another rewrote the
         `submission_secret.txt` nbgrader had copied there, and `release_feedback` failed for every student after it.
-        Now the folder on disk is only read. The copy walks the sandbox's tree from outside, where a link the sandbox
-        made would be followed against the grader's root: its only process is stopped meanwhile, though it runs no
-        student code yet (nbgrader sends the cells once the kernel has started)."""
+        Now the folder on disk is only read. The copy reaches the sandbox's tree from outside, where a link made there
+        would be followed against the grader's root, so it follows none (`_copy_into`), and the sandbox's only process
+        is stopped meanwhile: nbgrader sends no cell before the kernel has started, but in a student's own folder a
+        module of theirs can run at the kernel's start (validate)."""
         os.kill(self.first_pid, signal.SIGSTOP)
         try:
             target = os.open(f"/proc/{self.first_pid}/root{self.inside}", _FOLDER)
@@ -586,8 +587,9 @@ def _copy_into(source, target, depth=0):
                 os.close(inner)
         else:
             mode = stat.S_IMODE(entry.stat(follow_symlinks=False).st_mode) & 0o755 | 0o600
-            written = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=target)
-            with open(entry.path, "rb") as reading, os.fdopen(written, "wb") as writing:
+            reading = os.fdopen(os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb")  # no pipe's wait
+            with reading, os.fdopen(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode,
+                                            dir_fd=target), "wb") as writing:
                 shutil.copyfileobj(reading, writing, 1 << 20)
 
 
