@@ -44,6 +44,7 @@ set one configuration value, `Sandbox.enabled`, which every part of grading read
 Every other bound of a sandbox is a setting of the same class (`Sandbox`: its memory and processes as a whole,
 the sizes of its /tmp and /dev/shm, the bwrap program), set in nbgrader_config.py as `c.Sandbox.memory_bytes`.
 """
+import contextlib
 import errno
 import functools
 import json
@@ -284,7 +285,7 @@ class KernelSandbox:
         (etc / "passwd").write_text(f"student:x:{SANDBOX_UID}:{SANDBOX_GID}:student:{HOME}:/bin/sh\n")
         (etc / "group").write_text(f"student:x:{SANDBOX_GID}:\n")
         (etc / "hosts").write_text("127.0.0.1 localhost grading\n::1 localhost\n")
-        self.links_before = _links(self.work_dir)
+        self.links_before = _links(self.work_dir) if judges else {}  # a kernel's folder on disk is only read
         self.bwrap = self.init_pid = self.init_pidfd = self.first_pid = self.group = None
         self.output = deque(maxlen=OUTPUT_KEPT)
         self.closed = False
@@ -403,18 +404,19 @@ class KernelSandbox:
         would be followed against the grader's root, so it follows none (`_copy_into`), and the sandbox's only process
         is stopped meanwhile: nbgrader sends no cell before the kernel has started, but in a student's own folder a
         module of theirs can run at the kernel's start (validate)."""
-        os.kill(self.first_pid, signal.SIGSTOP)
         try:
+            os.kill(self.first_pid, signal.SIGSTOP)
             target = os.open(f"/proc/{self.first_pid}/root{self.inside}", _FOLDER)
             try:
                 _copy_into(self.work_dir, target)
             finally:
                 os.close(target)
-        except OSError as error:
+        except OSError as error:  # a kernel that ended already too
             raise SandboxError(message("sandbox_folder_not_copied", folder=self.work_dir,
                                        megabytes=self.settings.folder_bytes // 2**20, error=error)) from None
         finally:
-            os.kill(self.first_pid, signal.SIGCONT)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.first_pid, signal.SIGCONT)
 
     def _link_sockets(self):
         """The sockets' folder, seen from outside: a link into the sandbox's own mounts (the same path
@@ -489,13 +491,13 @@ class KernelSandbox:
             self.group = None
 
     def close(self, reap=None):
-        """Stop the sandbox, then make the working folder safe for the grader and remove the
-        private folder. Idempotent."""
+        """Stop the sandbox, then make a verdict's working folder safe for the grader (a kernel's, on disk, it only
+        read) and remove the private folder. Idempotent."""
         if self.closed:
             return
         self.closed = True
         self.stop(reap)
-        removed = make_safe(self.work_dir, self.links_before)
+        removed = make_safe(self.work_dir, self.links_before) if self.judges else []
         if removed and self.log:
             self.log.warning(message("sandbox_cleaned", folder=self.work_dir, names=", ".join(removed[:8])))
         shutil.rmtree(self.private, ignore_errors=True)

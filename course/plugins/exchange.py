@@ -17,8 +17,8 @@ class (`ExchangeFactory.collect` in nbgrader_config.py), keeps nbgrader's collec
   where the exchange agrees: a student may rewrite their own submission after `nbgrader submit`, and a late one
   wrote that they were on time, and another rewrote an on-time placeholder's notebook in place after the due date.
   Where the file says a time more than CLOCK_SLACK before the exchange last saw anything collected change (the
-  newest ctime of the submission's folders and files, which no user can set back), or says none (a folder of
-  that name too), that time is recorded;
+  newest ctime of the submission's folders and files, which no user can set back), or is not written as
+  `nbgrader submit` writes it (in the exchange's zone; a folder of that name too), that time is recorded;
 - a submission's `submission_secret.txt` that is not one `nbgrader submit` writes (bytes that are not text, a
   folder, none) is replaced by a new one, with a warning: `release_feedback` reads every student's in turn, and one it
   could not read stopped it for the rest of the class.
@@ -80,9 +80,9 @@ class CollectOwnRegularFiles(ExchangeCollect):
             self.log.warning(message("collect_not_regular", submission=visible(os.path.basename(src)),
                                      path=visible(path)))
         submission = visible(os.path.basename(src))
-        seen = datetime.datetime.fromtimestamp(changed, datetime.timezone.utc)
-        recorded = seen.astimezone(gettz(self.timezone)).strftime(self.timestamp_format)
-        claimed = keep_the_exchanges_time(dest, seen, recorded)
+        zone = gettz(self.timezone)
+        recorded = datetime.datetime.fromtimestamp(changed, zone).strftime(self.timestamp_format)
+        claimed = keep_the_exchanges_time(dest, recorded, self.timestamp_format, zone)
         if claimed is not None:
             self.log.warning(message("collect_time_of_the_exchange", submission=submission,
                                      claimed=visible(claimed[:60]) or "-", recorded=recorded))
@@ -90,20 +90,38 @@ class CollectOwnRegularFiles(ExchangeCollect):
             self.log.warning(message("collect_secret_replaced", submission=submission))
 
 
-def keep_the_exchanges_time(dest, seen, recorded) -> str | None:
-    """The student's `timestamp.txt` in the collected `dest`, unless it says a time more than CLOCK_SLACK before the
-    exchange last saw what was collected change (`seen`), or is no text file: then `recorded`, that time in
-    nbgrader's format. Returns what the student's said ("" for nothing readable) where it was replaced, else None."""
+def keep_the_exchanges_time(dest, recorded, form, zone) -> str | None:
+    """The student's `timestamp.txt` in the collected `dest`, unless it is not written as `nbgrader submit` writes
+    it (`form`, in the exchange's time `zone`), or says a time more than CLOCK_SLACK before `recorded`, when the
+    exchange last saw what was collected change, in that form: then `recorded`. Returns what the student's said (""
+    for nothing readable) where it was replaced, else None. Both times are read by nbgrader's `parse_utc`, which reads
+    a zone it does not know (CST, PST) as UTC, as it then reads the due date; and no more than a line of the file is
+    read (the date parser took 39 s for a megabyte), in one of the zone's own names, never a file's."""
     path = os.path.join(dest, "timestamp.txt")
     try:
         with open(path, encoding="utf-8") as file:
-            claimed = file.read().strip()
-        if parse_utc(claimed) >= seen.replace(tzinfo=None) - CLOCK_SLACK:  # parse_utc: naive, in UTC
+            claimed = file.read(100).strip()
+        if _written_as(claimed, form, zone) and parse_utc(claimed) >= parse_utc(recorded) - CLOCK_SLACK:
             return None
     except (OSError, ValueError, OverflowError):  # a folder of that name too: nbgrader's next collect opened it
         claimed = ""
     _replace(path, recorded)
     return claimed
+
+
+def _written_as(claimed, form, zone) -> bool:
+    """Whether `claimed` is a time written in `form`, its zone (`%Z` at its end, as nbgrader's) one of `zone`'s names,
+    winter's or summer's."""
+    stem, _, zone_field = form.rpartition(" ")
+    if zone_field != "%Z":  # a course's own form, with no zone's name at its end
+        stem, zone_field = form, ""
+    written, _, name = claimed.rpartition(" ") if zone_field else (claimed, "", "")
+    try:
+        read = datetime.datetime.strptime(written, stem)
+    except ValueError:
+        return False
+    return not zone_field or name in {datetime.datetime(read.year, month, 1, tzinfo=zone).strftime("%Z")
+                                      for month in (1, 7)}
 
 
 # what `nbgrader submit` writes as a submission's secret (secrets.token_hex(64)), by which its feedback is named
@@ -150,14 +168,14 @@ def user_name(uid: int) -> str:
 def copy_regular_files(src, dest, owner, ignored, group_shared=False) -> tuple[list[str], float]:
     """Copy folder `src` to a new folder `dest`: its folders and regular files (of Unix user `owner`,
     unless None), never following a link. Returns what was left behind, as paths relative to `src`, and when what
-    was copied last changed (the newest ctime of `src` and of each folder and file, each read once it was copied:
-    no user can set a ctime back, and a file rewritten in place changes its own, not its folder's).
+    was copied last changed (the newest ctime of each folder and file in `src`, each read once it was copied: no user
+    can set a ctime back, and a file rewritten in place changes its own, not its folder's; `src` itself is left out,
+    since `nbgrader submit` leaves it writable by anyone).
     `ignored(folder, names)` names what not to copy at all (nbgrader's ignore_patterns)."""
     left, changed = [], [0.0]
     folder = os.open(src, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
         _copy_folder(folder, src, dest, "", owner, ignored, left, group_shared, changed)
-        changed[0] = max(changed[0], os.fstat(folder).st_ctime)
     finally:
         os.close(folder)
     return left, changed[0]
@@ -199,7 +217,7 @@ def _copy_folder(folder, src, dest, relative, owner, ignored, left, group_shared
                 _copy_folder(opened, src, os.path.join(dest, entry.name), path, owner, ignored, left, group_shared,
                              changed)
             else:
-                _copy_file(opened, os.path.join(dest, entry.name), now.st_mode, group_shared)
+                _copy_file(opened, os.path.join(dest, entry.name), now, group_shared)
             changed[0] = max(changed[0], os.fstat(opened).st_ctime)
         finally:
             os.close(opened)
@@ -216,9 +234,13 @@ def _has_holes(opened, info) -> bool:
         os.lseek(opened, 0, os.SEEK_SET)
 
 
-def _copy_file(source, target, mode, group_shared):
+def _copy_file(source, target, info, group_shared):
+    """The open file `source`, as large as it was when it was checked (`info`): a file its owner grew meanwhile (from
+    a watcher of its reads) is cut there, so no hole filled since is copied."""
+    left = info.st_size
     with os.fdopen(os.dup(source), "rb") as reading, open(target, "xb") as writing:
-        while chunk := reading.read(1 << 20):
+        while left and (chunk := reading.read(min(1 << 20, left))):
             writing.write(chunk)
-    permissions = stat.S_IMODE(mode) & 0o777 | 0o600  # no set-user-ID bit; readable by the instructor
+            left -= len(chunk)
+    permissions = stat.S_IMODE(info.st_mode) & 0o777 | 0o600  # no set-user-ID bit; readable by the instructor
     os.chmod(target, permissions | 0o660 if group_shared else permissions)

@@ -1,5 +1,4 @@
 """What `nbgrader collect` copies from a submission in the exchange (course/plugins/exchange.py), on its own."""
-import datetime
 import os
 import subprocess
 import sys
@@ -52,22 +51,33 @@ def test_the_time_a_submission_last_changed_is_that_of_its_newest_file(tmp_path)
     assert os.lstat(submission).st_ctime == folder_changed < changed == os.lstat(notebook).st_ctime
 
 
-SEEN = datetime.datetime(2026, 12, 7, 12, 0, tzinfo=datetime.timezone.utc)  # when the exchange last saw it change
-RECORDED = "2026-12-07 12:00:00.000000 UTC"
+FORM = "%Y-%m-%d %H:%M:%S.%f %Z"  # nbgrader's Exchange.timestamp_format
 
 
-@pytest.mark.parametrize("claimed, kept", [("2026-12-07 11:58:00.000000 UTC", True),  # nbgrader submit's copy took time
-                                           ("2025-12-31 23:00:00.000000 UTC", False), ("yesterday", False),
-                                           (b"\xff\xfe", False), (None, False), ("folder", False)])
-def test_a_submission_keeps_its_own_time_only_where_the_exchange_agrees(tmp_path, claimed, kept):
+@pytest.mark.parametrize("zone, recorded, claimed, kept", [
+    ("UTC", "2026-12-07 12:00:00.000000 UTC", "2026-12-07 11:58:00.000000 UTC", True),  # submit's copy took time
+    ("UTC", "2026-12-07 12:00:00.000000 UTC", "2025-12-31 23:00:00.000000 UTC", False),
+    # a zone nbgrader's parse_utc reads as UTC: the check compares like with like, as lateness is then measured
+    ("Asia/Shanghai", "2026-12-07 20:00:00.000000 CST", "2026-12-07 14:00:00.000000 CST", False),
+    ("America/Los_Angeles", "2026-12-07 04:00:00.000000 PST", "2026-12-07 03:58:00.000000 PST", True),
+    ("America/Los_Angeles", "2026-12-07 04:00:00.000000 PST", "2026-12-07 03:58:00.000000 PDT", True),  # summer's
+    ("UTC", "2026-12-07 12:00:00.000000 UTC", "2026-12-07 12:00:00.000000 /tmp/mytz", False),  # a zone file of theirs
+    ("UTC", "2026-12-07 12:00:00.000000 UTC", "yesterday", False),
+    ("UTC", "2026-12-07 12:00:00.000000 UTC", b"\xff\xfe", False),
+    ("UTC", "2026-12-07 12:00:00.000000 UTC", "2026-12-07 12:00:00.000000 UTC" + " " * 2**20, True),  # read: a line
+    ("UTC", "2026-12-07 12:00:00.000000 UTC", None, False),
+    ("UTC", "2026-12-07 12:00:00.000000 UTC", "folder", False)])
+def test_a_submission_keeps_its_own_time_only_where_the_exchange_agrees(tmp_path, zone, recorded, claimed, kept):
+    from dateutil.tz import gettz
+
     path = tmp_path / "timestamp.txt"
     if claimed == "folder":  # nbgrader's next collect opened it and stopped for the class
         (path / "inside").mkdir(parents=True)
     elif claimed is not None:
         path.write_bytes(claimed if isinstance(claimed, bytes) else claimed.encode())
-    replaced = exchange.keep_the_exchanges_time(tmp_path, SEEN, RECORDED)
+    replaced = exchange.keep_the_exchanges_time(tmp_path, recorded, FORM, gettz(zone))
     assert (replaced is None) == kept
-    assert path.read_text() == (claimed if kept else RECORDED)
+    assert path.read_text() == (claimed if kept else recorded)
 
 
 @pytest.mark.parametrize("secret", [b"\xff\xfe not text", b"short", None, "folder"])
@@ -88,6 +98,26 @@ def test_a_secret_nbgrader_submit_wrote_is_kept(tmp_path):
     (tmp_path / "submission_secret.txt").write_text(written)
     assert exchange.keep_a_readable_secret(tmp_path)
     assert (tmp_path / "submission_secret.txt").read_text() == written
+
+
+def test_a_file_is_collected_as_large_as_it_was_checked(tmp_path, monkeypatch):
+    """A student grew a file with a hole after collect checked it (a watcher of its reads), and the copy read on to
+    its end: 200 MiB of zeros on the grader's disk."""
+    submission = tmp_path / "inbound"
+    submission.mkdir()
+    notes = submission / "notes.txt"
+    notes.write_text("mine")
+    checked = exchange._has_holes
+
+    def grown_once_checked(opened, info):
+        found = checked(opened, info)
+        with open(notes, "r+b") as grown:
+            grown.truncate(64 * 2**20)
+        return found
+
+    monkeypatch.setattr(exchange, "_has_holes", grown_once_checked)
+    exchange.copy_regular_files(submission, tmp_path / "submitted", None, lambda folder, names: [])
+    assert (tmp_path / "submitted" / "notes.txt").read_bytes() == b"mine"
 
 
 def test_a_file_with_holes_is_left_behind(tmp_path):
