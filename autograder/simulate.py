@@ -577,6 +577,10 @@ def simulated_accelerator(kind, built=None):
     if kind not in ACCELERATORS or built not in ACCELERATORS or (kind and built != kind):
         raise ValueError(f"kind and built must be one of {ACCELERATORS}, and equal when kind is set, "
                          f"not {kind!r} and {built!r}")
+    # imported as the real machine is: its import asks whether PyTorch was built for CUDA and then imports what only
+    # that build has, so under a simulated CUDA build of the CPU build it fails, or stays half imported for the
+    # call that needs it next (a GPU's stand-in's first forward pass, probes.meta_standing_for)
+    importlib.import_module("torch._dynamo")
     with ExitStack() as stack:
         for target, replacement in [*_REPLACEMENTS.items(), ("torch.Tensor.pin_memory", _pin_memory),
                                     ("torch.Generator", _Generator),
