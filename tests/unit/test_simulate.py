@@ -1,6 +1,9 @@
 """The simulated machines behave as real PyTorch does on such a machine, through every API."""
 import copy
 import io
+import pkgutil
+import sys
+import types
 
 import pytest
 import torch
@@ -8,6 +11,7 @@ import torch
 # a meta tensor's random fill imports it, and its import fails on the CPU build while a CUDA machine is simulated
 import torch._dynamo  # noqa: F401
 
+from autograder import simulate
 from autograder.simulate import MACHINES, Machine, questions, simulated_accelerator, simulated_machine
 
 
@@ -164,6 +168,22 @@ def test_everything_is_restored_afterwards():
     for machine in MACHINES:
         seen(machine)
     assert real() == before
+
+
+@pytest.mark.parametrize("target", sorted({*simulate._REPLACEMENTS, *simulate._ON_AN_ACCELERATOR}))
+def test_each_replacement_goes_where_mock_patch_would_put_it(target):
+    """The simulation finds each patched object's owner itself (`_resolved`, without mock.patch's tries to import
+    what is no module), and finds the one mock.patch would: a module as imported, even where a cell rebound the
+    attribute that names it."""
+    owner = target.rpartition(".")[0]
+    assert simulate._resolved(owner) is pkgutil.resolve_name(owner)
+
+
+def test_a_module_rebound_by_a_cell_is_still_the_one_simulated(monkeypatch):
+    fake = types.SimpleNamespace(is_available=lambda: "the cell's")
+    monkeypatch.setattr(torch, "cuda", fake)
+    with simulated_accelerator("cuda"):
+        assert sys.modules["torch.cuda"].is_available() is True and fake.is_available() == "the cell's"
 
 
 @pytest.mark.parametrize("kind, built", [("cuda", "mps"), ("tpu", None), (None, "xla")])
