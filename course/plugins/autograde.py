@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import nbformat
-from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbclient.exceptions import CellExecutionComplete, CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
@@ -284,6 +284,21 @@ class SafeExecute(Execute):
         self._chars += size
         return super().output(outs, {**msg, "content": content}, display_id, cell_index)
 
+    def process_message(self, msg, cell, cell_index):
+        """nbclient's, for a message the kernel sent, which is the student's: one nbclient cannot make an output of
+        (a display whose text is a number, an error whose name is a dict, content nested thousands deep) once stopped
+        the whole notebook, with no grade and a raw error for the instructor. It becomes a note in the cell's
+        stderr; the notebook is graded."""
+        try:
+            return super().process_message(msg, cell, cell_index)
+        except CellExecutionComplete:  # nbclient's own signal that the cell has run
+            raise
+        except Exception as error:  # noqa: BLE001: whatever the message holds
+            note = nbformat.v4.new_output("stream", name="stderr",
+                                          text=message("output_unreadable", error=type(error).__name__) + "\n")
+            cell.outputs.append(note)
+            return note
+
     def preprocess(self, nb, resources, km=None):
         # The submission's kernel runs each test cell as released (visible tests only): the hidden
         # tests never enter it (they run in the verdict process, DecideGrades), so no hook can copy them.
@@ -334,14 +349,26 @@ class SafeExecute(Execute):
 
 
 def _chars(content) -> int:
-    """About how many characters an output's content holds (its strings, however nested)."""
-    if isinstance(content, str):
-        return len(content)
-    if isinstance(content, dict):
-        return sum(_chars(value) for value in content.values())
-    if isinstance(content, list):
-        return sum(_chars(value) for value in content)
-    return 8
+    """About how many characters an output's content holds (its strings, however nested); a content nested
+    deeper than DEEPEST_OUTPUT counts as larger than any limit (no notebook output is: nbformat's deepest are
+    a few levels), and is not walked further."""
+    total, waiting = 0, [(content, 0)]
+    while waiting:
+        value, depth = waiting.pop()
+        if depth > DEEPEST_OUTPUT:
+            return sys.maxsize
+        if isinstance(value, str):
+            total += len(value)
+        elif isinstance(value, dict):
+            waiting.extend((inner, depth + 1) for inner in value.values())
+        elif isinstance(value, list):
+            waiting.extend((inner, depth + 1) for inner in value)
+        else:
+            total += 8
+    return total
+
+
+DEEPEST_OUTPUT = 32
 
 
 def _shortened(kind, content, limit) -> dict:

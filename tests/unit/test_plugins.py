@@ -8,11 +8,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from nbformat import validate
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from nbgrader.api import Gradebook
 
 from course.authoring.monolingual import to_traditional
-from course.plugins.autograde import DropMalformedMetadata, ForgetUnknownCells, RestoreInstructorsCells, ViewedAsReleased
+from course.plugins.autograde import (DropMalformedMetadata, ForgetUnknownCells, RestoreInstructorsCells, SafeExecute,
+                                     ViewedAsReleased)
 from course.plugins.feedback import HideHiddenTests, RequireHandGrading, WrapDiagnostics
 from support.messages import shows
 from support.paths import with_bin_on_path
@@ -458,3 +460,43 @@ def test_an_image_size_is_kept_only_as_a_plain_number(size, kept):
     from course.plugins.pages import checked_metadata
 
     assert checked_metadata({"width": size}) == ({"width": size} if kept else {})
+
+
+def nested(depth):
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+# what a student's kernel can send that nbclient cannot make a notebook output of (a hostile student's, the twenty-first
+# session: each stopped the whole notebook, with no grade); the kernel and its messages are the student's
+UNREADABLE_MESSAGES = {
+    "a display whose text is a number": ("display_data", {"data": {"text/plain": 123}, "metadata": {}}),
+    "an error whose name is a dict": ("error", {"ename": {"a": 1}, "evalue": 5, "traceback": 7}),
+    "a display nested 900 deep": ("display_data", {"data": {"application/json": {"a": nested(900)}, "text/plain": "deep"},
+                                                   "metadata": {}}),
+    "an error nested 5000 deep": ("error", {"ename": "E", "evalue": nested(5000), "traceback": []}),
+    "content that is no dict": ("stream", ["stdout", "text"]),
+}
+
+
+@pytest.mark.parametrize("kind, content", UNREADABLE_MESSAGES.values(), ids=list(UNREADABLE_MESSAGES))
+def test_a_kernel_message_nbclient_cannot_read_becomes_a_note_and_the_notebook_goes_on(kind, content):
+    execute = SafeExecute()
+    execute._running, execute._chars, execute._dropped, execute.clear_before_next_output = 0, 0, {}, False
+    cell = new_code_cell("print('fine')")
+
+    def sent(kind, content):
+        return {"msg_type": kind, "header": {"msg_type": kind}, "parent_header": {"msg_id": "m"}, "content": content}
+
+    execute.process_message(sent(kind, content), cell, 0)
+    execute.process_message(sent("stream", {"name": "stdout", "text": "fine\n"}), cell, 0)
+    validate(new_notebook(cells=[cell]))  # nbgrader writes it, and its pages show it
+    assert [output.get("name") for output in cell.outputs][-1] == "stdout"
+    noted = [output.text for output in cell.outputs if output.get("name") == "stderr"]
+    if kind == "display_data" and "deep" in str(content.get("data", {}).get("text/plain")):
+        # too deep to count: larger than any limit, so dropped, as a flood of displays is, with the same note
+        assert not noted and execute._dropped == {0: 1}
+    else:
+        assert len(noted) == 1 and shows(noted[0], "output_unreadable") and not execute._dropped
