@@ -245,8 +245,9 @@ class SafeExecute(Execute):
     """
 
     # Outputs are bounded as they arrive, before nbgrader or a page ever holds them: a flood of displays
-    # or one huge line costs the submission its outputs, never the grader its memory. Errors and stderr
-    # are always kept (shortened), since they decide a cell's points.
+    # or one huge line costs the submission its outputs, never the grader its memory: every message the kernel sends
+    # (displays updated in place, widgets' messages too). A cell's first error or stderr output is always kept
+    # (shortened), since it decides the cell's own run.
     max_outputs = Integer(200, help="Outputs kept per cell; later ones are dropped, with a note").tag(config=True)
     max_output_chars = Integer(100_000, help="Characters of one output (a larger one becomes a note)").tag(config=True)
     max_notebook_chars = Integer(20_000_000, help="Characters of all outputs of a notebook").tag(config=True)
@@ -273,8 +274,10 @@ class SafeExecute(Execute):
 
     def output(self, outs, msg, display_id, cell_index):
         content = msg.get("content") or {}
-        deciding = msg["msg_type"] == "error" or msg["msg_type"] == "stream" and content.get("name") == "stderr"
         size = _chars(content)
+        # a cell's first error or stderr output is always kept (shortened): it decides the cell's own run
+        # (`own_error`); later ones count as any output (a flood of stderr lines was kept whole, 100 MB a cell)
+        deciding = _deciding(msg["msg_type"], content) and not any(_deciding(o.output_type, o) for o in outs)
         if not deciding and (len(outs) >= self.max_outputs or self._chars + size > self.max_notebook_chars):
             self._dropped[cell_index] = self._dropped.get(cell_index, 0) + 1
             return None
@@ -283,6 +286,23 @@ class SafeExecute(Execute):
             self._dropped.setdefault(cell_index, 0)
         self._chars += size
         return super().output(outs, {**msg, "content": content}, display_id, cell_index)
+
+    def _update_display_id(self, display_id, msg):
+        """nbclient's, which writes a display's new data into the outputs shown under its id, in any cell, without
+        `output`: bounded as an output is, and counted (three updates of 30 M characters each made a 90 MB graded
+        notebook and feedback page, and a grader eight times as large). Past the notebook's bound, the note."""
+        content = msg.get("content") or {}
+        size = _chars(content)
+        if size > self.max_output_chars or self._chars + size > self.max_notebook_chars:
+            content, size = _shortened("display_data", content, self.max_output_chars), self.max_output_chars
+        self._chars += size
+        return super()._update_display_id(display_id, {**msg, "content": content})
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        """Nothing: a grading kernel's widgets have no page to show in. nbclient kept each widget's state the kernel
+        sent, unbounded, in the graded notebook (60 MB from two messages), mimicked output widgets, whose outputs
+        bypass `output`, and stopped the notebook on a state it could not read."""
+        return None
 
     def process_message(self, msg, cell, cell_index):
         """nbclient's, for a message the kernel sent, which is the student's: one nbclient cannot make an output of
@@ -346,6 +366,11 @@ class SafeExecute(Execute):
                           chars=self.max_output_chars)
             cell.outputs.append(NotebookNode(output_type="stream", name="stdout", text=cut + "\n"))
         return cell, resources
+
+
+def _deciding(kind, content) -> bool:
+    """Whether an output (its type and content) is one `own_error` reads: an error, or a stderr stream."""
+    return kind == "error" or kind == "stream" and content.get("name") == "stderr"
 
 
 def _chars(content) -> int:

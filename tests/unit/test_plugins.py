@@ -481,15 +481,24 @@ UNREADABLE_MESSAGES = {
 }
 
 
-@pytest.mark.parametrize("kind, content", UNREADABLE_MESSAGES.values(), ids=list(UNREADABLE_MESSAGES))
-def test_a_kernel_message_nbclient_cannot_read_becomes_a_note_and_the_notebook_goes_on(kind, content):
-    execute = SafeExecute()
+def sent(kind, content):
+    """A message as the kernel sends it, for the cell being run."""
+    return {"msg_type": kind, "header": {"msg_type": kind}, "parent_header": {"msg_id": "m"}, "content": content}
+
+
+@pytest.fixture
+def executing():
+    """SafeExecute as it is while the one cell of its notebook runs (nbclient's trackers as its run sets them)."""
+    execute = SafeExecute(max_outputs=5, max_output_chars=1000, max_notebook_chars=10_000)
+    execute.nb = new_notebook(cells=[new_code_cell("print('fine')")])
+    execute.reset_execution_trackers()
     execute._running, execute._chars, execute._dropped, execute.clear_before_next_output = 0, 0, {}, False
-    cell = new_code_cell("print('fine')")
+    return execute
 
-    def sent(kind, content):
-        return {"msg_type": kind, "header": {"msg_type": kind}, "parent_header": {"msg_id": "m"}, "content": content}
 
+@pytest.mark.parametrize("kind, content", UNREADABLE_MESSAGES.values(), ids=list(UNREADABLE_MESSAGES))
+def test_a_kernel_message_nbclient_cannot_read_becomes_a_note_and_the_notebook_goes_on(executing, kind, content):
+    execute, cell = executing, executing.nb.cells[0]
     execute.process_message(sent(kind, content), cell, 0)
     execute.process_message(sent("stream", {"name": "stdout", "text": "fine\n"}), cell, 0)
     validate(new_notebook(cells=[cell]))  # nbgrader writes it, and its pages show it
@@ -500,3 +509,40 @@ def test_a_kernel_message_nbclient_cannot_read_becomes_a_note_and_the_notebook_g
         assert not noted and execute._dropped == {0: 1}
     else:
         assert len(noted) == 1 and shows(noted[0], "output_unreadable") and not execute._dropped
+
+
+def test_a_display_updated_in_place_is_bounded_as_any_output(executing):
+    """nbclient writes an update into the display's earlier output itself: three updates of 30 M characters made a 90 MB
+    graded notebook (a hostile student's, the twenty-first session)."""
+    execute, cell = executing, executing.nb.cells[0]
+    shown = {"data": {"text/plain": "small"}, "metadata": {}, "transient": {"display_id": "d"}}
+    execute.process_message(sent("display_data", shown), cell, 0)
+    for _ in range(3):
+        execute.process_message(sent("update_display_data", {**shown, "data": {"text/plain": "x" * 5000}}), cell, 0)
+    [output] = cell.outputs
+    assert len(output.data["text/plain"]) < 1000 and shows(output.data["text/plain"], "output_too_large")
+    execute.process_message(sent("update_display_data", {**shown, "data": {"text/plain": "fits"}}), cell, 0)
+    assert output.data["text/plain"] == "fits"
+
+
+def test_stderr_past_the_first_counts_as_any_output(executing):
+    """The first stderr output decides the cell's own run, and is kept whatever came before it; later ones were kept
+    whole too, uncounted (1,200 lines of 99,000 characters: a 50 MB graded notebook)."""
+    execute, cell = executing, executing.nb.cells[0]
+    for _ in range(6):
+        execute.process_message(sent("display_data", {"data": {"text/plain": "spam"}, "metadata": {}}), cell, 0)
+    for _ in range(20):
+        execute.process_message(sent("stream", {"name": "stderr", "text": "e" * 5000}), cell, 0)
+    assert [o.output_type for o in cell.outputs] == ["display_data"] * 5 + ["stream"]
+    assert len(cell.outputs[-1].text) == 1000 and execute._dropped == {0: 20}
+
+
+def test_widget_messages_leave_nothing_in_the_graded_notebook(executing):
+    """A grading kernel's widgets have no page: nbclient kept each state the kernel sent in the notebook's metadata (60
+    MB from two messages), and stopped the notebook on a state it could not read."""
+    execute, cell = executing, executing.nb.cells[0]
+    for state in ({"_model_name": "HTMLModel", "_model_module": "@jupyter-widgets/controls", "value": "W" * 50_000},
+                  {"value": "no model module"}):
+        execute.process_message(sent("comm_open", {"comm_id": "c", "target_name": "jupyter.widget",
+                                                   "data": {"state": state}}), cell, 0)
+    assert cell.outputs == [] and not execute.widget_state and not execute.output_hook_stack["m"]
