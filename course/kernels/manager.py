@@ -6,6 +6,7 @@ neither module imports the other's user.
 """
 import uuid
 
+import zmq
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Integer
 
@@ -27,6 +28,19 @@ class GradingKernelManager(AsyncKernelManager):
                            "memory it writes to: the same limit with and without CUDA). The verdict's follow it.")
     cpu_seconds = Integer(CPU_SECONDS, config=True, help="RLIMIT_CPU of each process of a grading kernel. The "
                           "verdict's follow it.")
+
+    largest_message = Integer(256 * 2**20, config=True, help="Bytes of the largest message the grader takes from a "
+                              "grading kernel (outputs are cut far below it): zmq ends the connection of a kernel that "
+                              "sends a larger one before it holds any of it, and the cell then runs out its time, as a "
+                              "kernel that died does.")
+
+    def client(self, **kwargs):
+        """A client that takes no message larger than `largest_message`: a kernel's message is the student's, and
+        zmq holds a message whole before anything reads it, in the grader, which no sandbox bounds (a kernel may
+        make one of gigabytes, for an output then cut to 100,000 characters)."""
+        client = super().client(**kwargs)
+        client.context.setsockopt(zmq.MAXMSGSIZE, self.largest_message)  # the client's own context: its sockets alone
+        return client
 
     async def _async_pre_start_kernel(self, **kw):
         # every grading kernel first remembers the real PyTorch and course functions (tampering is then

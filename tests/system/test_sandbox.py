@@ -329,6 +329,19 @@ def test_the_copy_of_a_kernels_folder_never_writes_through_a_link_made_there(tmp
     assert list(outside.iterdir()) == []
 
 
+def test_the_grader_takes_no_message_of_a_kernel_larger_than_its_setting(tmp_path):
+    """zmq holds a message whole before anything reads it, in the grader, which no sandbox bounds: one larger than
+    `GradingKernelManager.largest_message` is never taken, however large the kernel may make it (zmq ends that
+    connection: under nbgrader, the cells from that one on earn nothing, as after a kernel that died)."""
+    limited = Kernel(GradingKernelManager, tmp_path, Config({"GradingKernelManager": {"largest_message": 2**20}}))
+    try:
+        assert printed_by(limited.client, "print('small')", timeout=60, run=limited.run) == "small\n"
+        with pytest.raises(TimeoutError):
+            printed_by(limited.client, "print('x' * 3 * 2**20)", timeout=10, run=limited.run)
+    finally:
+        limited.shutdown()
+
+
 def test_clean_environment_and_its_own_home(kernel):
     names, home, environ_files, processes, cuda = kernel.evaluate(f"""
         import glob, json, os
