@@ -122,26 +122,44 @@ def well_formed(claimed) -> bool:
 
 
 class ForgetUnknownCells(NbGraderPreprocessor):
-    """Cells that claim a grade id the gradebook does not know lose their nbgrader metadata.
+    """Cells that claim a grade id the gradebook does not know lose their nbgrader metadata; those that claim a known
+    one with other flags than the source gave it get the source's flags back.
 
     A forged test cell ("grade": true, 100 points) and the copy of a duplicated cell (whose metadata
-    DeduplicateIds empties) would otherwise make OverwriteCells fail, and with it the whole notebook.
-    They stay in the notebook as ordinary cells: they run, and earn nothing. Runs before OverwriteCells.
+    DeduplicateIds empties) would otherwise make OverwriteCells fail, and with it the whole notebook. They stay in
+    the notebook as ordinary cells: they run, and earn nothing. So would a test cell marked no test or an answer, or
+    an answer marked a test or a task (a flag any editor changes, nbgrader's own toolbar too: each left the notebook
+    ungraded, with nbgrader's raw error): it is graded as the cell the source made it, where it is (a test cell
+    made an ordinary one ran its visible tests as the student's own code). Runs before OverwriteCells.
     """
+
+    FLAGS = ("grade", "solution", "locked", "task")
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
         with Gradebook(info["db_url"]) as gradebook:
             notebook = gradebook.find_notebook(info["notebook"], info["assignment"])
-            self.known = {cell.name for cell in notebook.source_cells}
+            kinds = [{cell.name for cell in cells} for cells in (notebook.grade_cells, notebook.solution_cells)]
+            tasks = {cell.name for cell in notebook.task_cells}
+            self.known = {cell.name: (cell.name in kinds[0], cell.name in kinds[1], bool(cell.locked), cell.name in tasks)
+                          for cell in notebook.source_cells}
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
         claimed = cell.metadata.get("nbgrader")
-        if claimed is not None and claimed.get("grade_id") not in self.known:
+        if claimed is None:
+            return cell, resources
+        known = self.known.get(claimed.get("grade_id"))
+        if known is None:
             self.log.warning("Cell %d claims unknown grade id %r: graded as an ordinary cell",
                              index, printable(claimed.get("grade_id"), 100))
             del cell.metadata["nbgrader"]
+        elif tuple(claimed.get(flag, False) for flag in self.FLAGS) != known:
+            self.log.warning("Cell %d claims grade id %r with other flags than the source's: given the source's",
+                             index, printable(claimed.get("grade_id"), 100))
+            claimed.update(zip(self.FLAGS, known))
+            if not claimed["grade"]:
+                claimed.pop("points", None)
         return cell, resources
 
 

@@ -103,6 +103,8 @@ def edited(notebook, case):
         cells.insert(where + 1, twin)
     elif edit == "to_end":
         cells.append(cells.pop(where))
+    elif edit == "flags":
+        cells[where].metadata["nbgrader"].update(case["flags"])
     elif edit == "prefill":
         for cell in cells:
             if cell.metadata.get("nbgrader", {}).get("grade") and cell.cell_type == "code":

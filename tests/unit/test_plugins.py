@@ -87,6 +87,27 @@ def test_a_cell_claiming_an_unknown_grade_id_becomes_an_ordinary_cell(gradebook,
     assert "unknown grade id 'test_forged'" in caplog.text
 
 
+FLAGS = ("grade", "solution", "locked", "task")
+
+
+@pytest.mark.parametrize("grade_id, changed, source_flags", [
+    ("test_move", {"grade": False}, (True, False, True, False)),
+    ("test_move", {"solution": True, "locked": False}, (True, False, True, False)),
+    ("test_move", {"task": True}, (True, False, True, False)),
+    ("imports", {"grade": True, "points": 5}, (False, False, True, False)),
+])
+def test_a_known_cell_claiming_other_flags_gets_the_sources_back(gradebook, caplog, grade_id, changed, source_flags):
+    """A flag any editor changes (nbgrader's own toolbar too) left the notebook ungraded, with nbgrader's raw error
+    (a hostile student's, the twenty-first session); the cell is graded as the cell the source made it, where it is."""
+    cell = graded_cell("assert True", grade_id) if grade_id.startswith("test") else instructors_cell("import torch", grade_id)
+    cell.metadata["nbgrader"].update(changed)
+    nb, _ = ForgetUnknownCells().preprocess(new_notebook(cells=[cell]), resources(gradebook))
+    kept = nb.cells[0].metadata["nbgrader"]
+    assert tuple(kept[flag] for flag in FLAGS) == source_flags and kept["grade_id"] == grade_id
+    assert ("points" in kept) == source_flags[0]
+    assert f"claims grade id '{grade_id}' with other flags than the source's" in caplog.text
+
+
 def instructors_cell(source, grade_id):
     return new_code_cell(source, metadata={"nbgrader": {"grade": False, "solution": False, "locked": True,
                                                         "grade_id": grade_id, "schema_version": 3}})
