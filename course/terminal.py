@@ -34,15 +34,26 @@ class VisibleLogFormatter(LogFormatter):
 
     def format(self, record: logging.LogRecord) -> str:
         shown = logging.makeLogRecord(record.__dict__)  # other handlers still get the record as it was
-        shown.msg, shown.args = visible(record.getMessage(), keep_lines=True), None
+        shown.msg, shown.args = visible(_cut(record.getMessage()), keep_lines=True), None
         if record.exc_info:
             shown.exc_text = record.exc_text or self.formatException(record.exc_info)
             shown.exc_info = None
         if shown.exc_text:
-            shown.exc_text = visible(shown.exc_text, keep_lines=True)
+            shown.exc_text = visible(_cut(shown.exc_text), keep_lines=True)
         if record.stack_info:
-            shown.stack_info = visible(record.stack_info, keep_lines=True)
+            shown.stack_info = visible(_cut(record.stack_info), keep_lines=True)
         return super().format(shown)
+
+
+# the characters of a record's message (and of its traceback) shown at most: an error whose text is the repr of what a
+# kernel sent was 20 MB in the instructor's terminal and the student's log, at every regrade
+LONGEST_RECORD = 20_000
+
+
+def _cut(text: str) -> str:
+    if len(text) <= LONGEST_RECORD:
+        return text
+    return f"{text[:LONGEST_RECORD // 2]} … [{len(text) - LONGEST_RECORD:,} characters not shown] … {text[-LONGEST_RECORD // 2:]}"
 
 
 # What starts every line `course grade` writes itself (its progress, its summary, its messages): a line of

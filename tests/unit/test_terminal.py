@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from course.terminal import OWN, OwnLines, VisibleLogFormatter, quoted, visible
+from course.terminal import LONGEST_RECORD, OWN, OwnLines, VisibleLogFormatter, quoted, visible
 
 OSC52 = "\x1b]52;c;cm0gLXJmIH4K\x07"  # writes the terminal's clipboard
 
@@ -53,6 +53,16 @@ def test_a_traceback_is_shown_too_and_the_record_stays_as_it_was_for_other_handl
     record = logging.LogRecord("x", logging.WARNING, __file__, 1, "%s", (OSC52,), None)
     VisibleLogFormatter("%(message)s", color=False).format(record)
     assert record.getMessage() == OSC52
+
+
+def test_a_record_of_megabytes_is_shown_cut_with_both_ends():
+    """An error whose text is the repr of what a kernel sent was 20 MB in the terminal and the student's log."""
+    try:
+        raise ValueError("E" * 5_000_000 + " the end")
+    except ValueError:
+        shown = formatted("sent %s", "S" * 5_000_000 + " last", exc_info=True)
+    assert len(shown) < 3 * LONGEST_RECORD and "characters not shown" in shown
+    assert "sent SSS" in shown and "S last" in shown and "E the end" in shown
 
 
 def test_course_grade_marks_each_of_its_own_lines_and_quotes_a_submissions_lines_after_its_student():
