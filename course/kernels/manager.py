@@ -4,13 +4,16 @@ It stands above both ways of starting a kernel, a new process in a new sandbox (
 fork from a warm server into one (forkserver.py, whose provisioner extends the sandbox's), so that
 neither module imports the other's user.
 """
+import logging
 import uuid
 
 import zmq
+from jupyter_client.channels import AsyncZMQSocketChannel
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Integer
 
 from autograder.kernel import CPU_SECONDS, MEMORY_BYTES, kernel_arguments
+from autograder.messages import message
 
 from .forkserver import ForkedKernelProvisioner
 from .sandbox import SandboxedProvisioner
@@ -40,6 +43,8 @@ class GradingKernelManager(AsyncKernelManager):
         make one of gigabytes, for an output then cut to 100,000 characters)."""
         client = super().client(**kwargs)
         client.context.setsockopt(zmq.MAXMSGSIZE, self.largest_message)  # the client's own context: its sockets alone
+        client.shell_channel_class = client.iopub_channel_class = client.stdin_channel_class = \
+            client.control_channel_class = ReadableMessagesOnly
         return client
 
     async def _async_pre_start_kernel(self, **kw):
@@ -56,6 +61,31 @@ class GradingKernelManager(AsyncKernelManager):
             self.provisioner = provisioner_class(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec,
                                                  parent=self)
         return await super()._async_pre_start_kernel(**kw)
+
+
+class ReadableMessagesOnly(AsyncZMQSocketChannel):
+    """A channel from a grading kernel, whose messages are the student's (it holds the key that signs them): one that
+    jupyter_client cannot read (content that is no JSON) or that is not of a message's shape (a header that is no
+    dict) is dropped, with a warning, where it raised in nbclient's loops and stopped the notebook, with no grade."""
+
+    async def _recv(self, **kwargs):
+        frames = await self.socket.recv_multipart(**kwargs)
+        try:
+            _, signed = self.session.feed_identities(frames)
+            received = self.session.deserialize(signed)
+        except Exception:  # noqa: BLE001: whatever the kernel's bytes make jupyter_client raise
+            received = None
+        if not _shaped_as_a_message(received):
+            logging.getLogger(__name__).warning(message("kernel_message_dropped"))
+            return {"header": {}, "parent_header": {}, "metadata": {}, "content": {}, "msg_type": "", "msg_id": "",
+                    "buffers": []}  # answers no request: nbclient passes it by
+        return received
+
+
+def _shaped_as_a_message(received) -> bool:
+    return (isinstance(received, dict) and all(isinstance(received.get(part), dict)
+                                               for part in ("header", "parent_header", "metadata", "content"))
+            and isinstance(received.get("msg_type"), str))
 
 
 def use_for_nbgrader(**moved):

@@ -292,7 +292,7 @@ class SafeExecute(Execute):
 
     def output(self, outs, msg, display_id, cell_index):
         content = msg.get("content") or {}
-        size = _chars(content)
+        size = _chars(content, limit=self.max_notebook_chars)
         # a cell's first error or stderr output is always kept (shortened): it decides the cell's own run
         # (`own_error`); later ones count as any output (a flood of stderr lines was kept whole, 100 MB a cell)
         deciding = _deciding(msg["msg_type"], content) and not any(_deciding(o.output_type, o) for o in outs)
@@ -310,7 +310,7 @@ class SafeExecute(Execute):
         `output`: bounded as an output is, and counted (three updates of 30 M characters each made a 90 MB graded
         notebook and feedback page, and a grader eight times as large). Past the notebook's bound, the note."""
         content = msg.get("content") or {}
-        size = _chars(content)
+        size = _chars(content, limit=self.max_notebook_chars)
         if size > self.max_output_chars or self._chars + size > self.max_notebook_chars:
             content, size = _shortened("display_data", content, self.max_output_chars), self.max_output_chars
         self._chars += size
@@ -326,7 +326,11 @@ class SafeExecute(Execute):
         """nbclient's, for a message the kernel sent, which is the student's: one nbclient cannot make an output of
         (a display whose text is a number, an error whose name is a dict, content nested thousands deep) once stopped
         the whole notebook, with no grade and a raw error for the instructor. It becomes a note in the cell's
-        stderr; the notebook is graded."""
+        stderr; the notebook is graded. An execution count that is no count (nbclient wrote any into the cell, and
+        the notebook was then invalid) is left out."""
+        count = (msg.get("content") or {}).get("execution_count") if isinstance(msg.get("content"), dict) else None
+        if count is not None and not (type(count) is int and count >= 0):  # nbclient writes it into the cell as sent
+            msg = {**msg, "content": {key: value for key, value in msg["content"].items() if key != "execution_count"}}
         try:
             return super().process_message(msg, cell, cell_index)
         except CellExecutionComplete:  # nbclient's own signal that the cell has run
@@ -391,20 +395,24 @@ def _deciding(kind, content) -> bool:
     return kind == "error" or kind == "stream" and content.get("name") == "stderr"
 
 
-def _chars(content) -> int:
-    """About how many characters an output's content holds (its strings, however nested); a content nested
-    deeper than DEEPEST_OUTPUT counts as larger than any limit (no notebook output is: nbformat's deepest are
-    a few levels), and is not walked further."""
+def _chars(content, limit=sys.maxsize) -> int:
+    """About how many characters an output's content takes as JSON: its strings and dicts' keys with their quotes,
+    and a few for every other value and every item (a list of twenty million empty strings, or a key of thirty
+    million characters, counted as nothing, made a 220 MB graded notebook and a grader of 2.4 GB). Counting stops past
+    `limit`; a content nested deeper than DEEPEST_OUTPUT counts as larger than any limit (no notebook output is:
+    nbformat's deepest are a few levels), and is not walked further."""
     total, waiting = 0, [(content, 0)]
-    while waiting:
+    while waiting and total <= limit:
         value, depth = waiting.pop()
         if depth > DEEPEST_OUTPUT:
             return sys.maxsize
         if isinstance(value, str):
-            total += len(value)
+            total += len(value) + 3
         elif isinstance(value, dict):
+            total += 2 + sum(len(key) + 3 if isinstance(key, str) else 8 for key in value)
             waiting.extend((inner, depth + 1) for inner in value.values())
         elif isinstance(value, list):
+            total += 2
             waiting.extend((inner, depth + 1) for inner in value)
         else:
             total += 8

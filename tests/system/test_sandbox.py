@@ -342,6 +342,21 @@ def test_the_grader_takes_no_message_of_a_kernel_larger_than_its_setting(tmp_pat
         limited.shutdown()
 
 
+def test_a_message_jupyter_cannot_read_is_dropped_and_the_kernel_heard_on(kernel):
+    """A kernel signs its messages with its own key: content that is no JSON, or a parent header that is no dict,
+    raised in nbclient's loops and stopped the notebook, with no grade (a hostile student's, the twenty-first
+    session)."""
+    sent = """
+        kernel = get_ipython().kernel
+        kernel.session.send(kernel.iopub_socket, "stream", b"\\xff{no json", parent=kernel.get_parent("shell"),
+                            ident=kernel._topic("stream"))
+        kernel.session.send(kernel.iopub_socket, "stream", {"name": "stdout", "text": "x"}, parent=[],
+                            ident=kernel._topic("stream"))
+        print("after")
+    """
+    assert printed_by(kernel.client, textwrap.dedent(sent), timeout=60, run=kernel.run) == "after\n"
+
+
 def test_clean_environment_and_its_own_home(kernel):
     names, home, environ_files, processes, cuda = kernel.evaluate(f"""
         import glob, json, os

@@ -546,6 +546,32 @@ def test_a_display_updated_in_place_is_bounded_as_any_output(executing):
     assert output.data["text/plain"] == "fits"
 
 
+@pytest.mark.parametrize("shown", [
+    {"data": {"text/plain": "small"}, "metadata": {"k" * 2000: 0}},
+    {"data": {"text/plain": [""] * 1000}, "metadata": {}},
+    {"data": {"text/plain": "small", "application/json": {"a": [0] * 500}}, "metadata": {}},
+], ids=["a long key", "many empty strings", "many numbers"])
+def test_an_output_is_measured_as_the_json_it_takes(executing, shown):
+    """Keys and empty strings counted as nothing: a 30 M-character key, or twenty million empty strings, made a
+    220 MB graded notebook and a grader of 2.4 GB (a hostile student's, the twenty-first session)."""
+    execute, cell = executing, executing.nb.cells[0]
+    execute.process_message(sent("display_data", shown), cell, 0)
+    [output] = cell.outputs
+    assert shows(output.data["text/plain"], "output_too_large") and output.metadata == {}
+
+
+@pytest.mark.parametrize("count", ["7", -1, 2.5, True, "2" * 100_000])
+def test_an_execution_count_that_is_no_count_is_left_out(executing, count):
+    """nbclient writes the execution count of any message into the cell, as sent: the notebook was then invalid, and
+    nbgrader graded nothing of it."""
+    execute, cell = executing, executing.nb.cells[0]
+    execute.process_message(sent("execute_input", {"code": "", "execution_count": count}), cell, 0)
+    validate(execute.nb)
+    assert cell.execution_count is None
+    execute.process_message(sent("execute_input", {"code": "", "execution_count": 3}), cell, 0)
+    assert cell.execution_count == 3
+
+
 def test_stderr_past_the_first_counts_as_any_output(executing):
     """The first stderr output decides the cell's own run, and is kept whatever came before it; later ones were kept
     whole too, uncounted (1,200 lines of 99,000 characters: a 50 MB graded notebook)."""
