@@ -423,13 +423,19 @@ DEEPEST_OUTPUT = 32
 
 
 def _shortened(kind, content, limit) -> dict:
-    """An output cut to `limit` characters: text shortened, a display too large to show replaced by a note."""
+    """An output cut to `limit` characters: text shortened, a display too large to show replaced by a note. Made of
+    the fields an output of its kind holds, each cut: a field kept as sent (an error's name of 30 M characters, a
+    stream's name) was kept whole in the graded notebook."""
     if kind == "stream":
-        return {**content, "text": str(content.get("text", ""))[:limit]}
+        name = content.get("name") if content.get("name") in ("stdout", "stderr") else "stdout"
+        return {"name": name, "text": str(content.get("text", ""))[:limit]}
     if kind == "error":
-        return {**content, "evalue": str(content.get("evalue", ""))[:limit // 2],
-                "traceback": [str(line)[:1000] for line in content.get("traceback", [])[:40]]}
-    return {**content, "data": {"text/plain": message("output_too_large", chars=limit)}, "metadata": {}}
+        traceback = content.get("traceback") if isinstance(content.get("traceback"), list) else []
+        return {"ename": str(content.get("ename", ""))[:200], "evalue": str(content.get("evalue", ""))[:limit // 2],
+                "traceback": [str(line)[:1000] for line in traceback[:40]]}
+    count = content.get("execution_count")
+    return {"data": {"text/plain": message("output_too_large", chars=limit)}, "metadata": {},
+            **({"execution_count": count} if type(count) is int and count >= 0 else {})}
 
 
 def released_source(cell, parent=None) -> str:

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import nbformat
 from nbformat import validate
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from nbgrader.api import Gradebook
@@ -570,6 +571,19 @@ def test_an_execution_count_that_is_no_count_is_left_out(executing, count):
     assert cell.execution_count is None
     execute.process_message(sent("execute_input", {"code": "", "execution_count": 3}), cell, 0)
     assert cell.execution_count == 3
+
+
+@pytest.mark.parametrize("kind, content", [
+    ("error", {"ename": "E" * 5000, "evalue": "x", "traceback": ["x"]}),
+    ("stream", {"name": "n" * 5000, "text": "x"}),
+    ("execute_result", {"data": {"text/plain": "x" * 5000}, "metadata": {}, "execution_count": 1, "extra": "e" * 5000}),
+], ids=["an error's name", "a stream's name", "a field no output has"])
+def test_an_output_cut_keeps_no_field_whole(executing, kind, content):
+    """A field the cut kept as sent (an error's name of 30 M characters) was kept whole in the graded notebook."""
+    execute, cell = executing, executing.nb.cells[0]
+    execute.process_message(sent(kind, content), cell, 0)
+    validate(execute.nb)
+    assert len(nbformat.writes(execute.nb)) < 3000 + len(nbformat.writes(new_notebook(cells=[new_code_cell("print('fine')")])))
 
 
 def test_stderr_past_the_first_counts_as_any_output(executing):
