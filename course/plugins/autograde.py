@@ -307,13 +307,18 @@ class SafeExecute(Execute):
 
     def _update_display_id(self, display_id, msg):
         """nbclient's, which writes a display's new data into the outputs shown under its id, in any cell, without
-        `output`: bounded as an output is, and counted (three updates of 30 M characters each made a 90 MB graded
-        notebook and feedback page, and a grader eight times as large). Past the notebook's bound, the note."""
+        `output`: bounded as an output is, and counted once for each output it is written into (three updates of 30 M
+        characters each made a 90 MB graded notebook and feedback page, and a grader eight times as large). Past the
+        notebook's bound, the note."""
         content = msg.get("content") or {}
         size = _chars(content, limit=self.max_notebook_chars)
-        if size > self.max_output_chars or self._chars + size > self.max_notebook_chars:
-            content, size = _shortened("display_data", content, self.max_output_chars), self.max_output_chars
-        self._chars += size
+        # written into every output shown under that id, in every cell: many tiny displays of one id, then one update
+        # of 99,000 characters, made a 395 MB graded notebook and feedback page
+        copies = sum(len(places) for places in self._display_id_map.get(display_id, {}).values())
+        if size > self.max_output_chars or self._chars + size * copies > self.max_notebook_chars:
+            content = _shortened("display_data", content, self.max_output_chars)
+            size = _chars(content)
+        self._chars += size * copies
         return super()._update_display_id(display_id, {**msg, "content": content})
 
     def handle_comm_msg(self, outs, msg, cell_index):

@@ -586,6 +586,21 @@ def test_an_output_cut_keeps_no_field_whole(executing, kind, content):
     assert len(nbformat.writes(execute.nb)) < 3000 + len(nbformat.writes(new_notebook(cells=[new_code_cell("print('fine')")])))
 
 
+def test_an_update_counts_once_for_each_output_it_is_written_into(executing):
+    """Many tiny displays of one id, then one update of 99,000 characters: a 395 MB graded notebook (a hostile
+    student's, the twenty-first session)."""
+    execute = executing
+    execute.nb.cells = [new_code_cell(f"cell {index}") for index in range(3)]
+    shown = {"data": {"text/plain": "s"}, "metadata": {}, "transient": {"display_id": "fan"}}
+    for index, cell in enumerate(execute.nb.cells):
+        for _ in range(5):
+            execute.process_message(sent("display_data", shown), cell, index)
+    execute.process_message(sent("update_display_data", {**shown, "data": {"text/plain": "U" * 900}}), cell, 2)
+    written = [output.data["text/plain"] for cell in execute.nb.cells for output in cell.outputs]
+    assert len(written) == 15 and all(shows(text, "output_too_large") for text in written)
+    assert sum(map(len, written)) < execute.max_notebook_chars
+
+
 def test_stderr_past_the_first_counts_as_any_output(executing):
     """The first stderr output decides the cell's own run, and is kept whatever came before it; later ones were kept
     whole too, uncounted (1,200 lines of 99,000 characters: a 50 MB graded notebook)."""
