@@ -8,9 +8,10 @@ import logging
 import uuid
 
 import zmq
+from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.channels import AsyncZMQSocketChannel
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool, Integer
+from traitlets import Bool, DottedObjectName, Integer, Type
 
 from autograder.kernel import CPU_SECONDS, MEMORY_BYTES, kernel_arguments
 from autograder.messages import message
@@ -19,48 +20,30 @@ from .forkserver import ForkedKernelProvisioner
 from .sandbox import SandboxedProvisioner
 
 
-class GradingKernelManager(AsyncKernelManager):
-    """The kernel manager of nbgrader's Execute preprocessors: every kernel sandboxed, started as a
-    new process, or forked from this process's warm fork server (`fork_server`: the course's
-    nbgrader_config.py sets it, `course grade --no-fork-server` unsets it)."""
+class GradingKernelClient(AsyncKernelClient):
+    """The grader's client of a grading kernel, whose messages are the student's. zmq holds a message whole before
+    anything reads it, and queues what the grader has not read yet, in the grader, which no sandbox bounds (a kernel
+    may make one of gigabytes, for an output then cut to 100,000 characters; 25 messages of 200 MB each on the stdin
+    channel, which nbclient never reads, made a grader of 5 GB). So each channel takes no message larger than
+    `largest_message` (stdin's and control's, which the grader does not read, none larger than a mebibyte) and
+    queues at most QUEUED of them (the kernel's side queues the rest, in its sandbox, and drops them past its own
+    bound); and a message Jupyter cannot read is dropped (ReadableMessagesOnly)."""
 
-    fork_server = Bool(False, config=True, help="Fork each kernel from this process's warm fork server "
-                       "(course/kernels/forkserver.py) rather than start it as a new process.")
-    # each process of a kernel alone (its sandbox as a whole: Sandbox.memory_bytes and .processes)
-    memory_bytes = Integer(MEMORY_BYTES, config=True, help="RLIMIT_DATA of each process of a grading kernel (the "
-                           "memory it writes to: the same limit with and without CUDA). The verdict's follow it.")
-    cpu_seconds = Integer(CPU_SECONDS, config=True, help="RLIMIT_CPU of each process of a grading kernel. The "
-                          "verdict's follow it.")
+    largest_message = Integer(256 * 2**20)
+    shell_channel_class = Type("course.kernels.manager.ReadableMessagesOnly")
+    iopub_channel_class = Type("course.kernels.manager.ReadableMessagesOnly")
+    stdin_channel_class = Type("course.kernels.manager.ReadableMessagesOnly")
+    control_channel_class = Type("course.kernels.manager.ReadableMessagesOnly")
 
-    largest_message = Integer(256 * 2**20, config=True, help="Bytes of the largest message the grader takes from a "
-                              "grading kernel (outputs are cut far below it): zmq ends the connection of a kernel that "
-                              "sends a larger one before it holds any of it, and the cell then runs out its time, as a "
-                              "kernel that died does.")
+    def _create_connected_socket(self, channel, identity=None):
+        unread = channel in ("stdin", "control")
+        # the context's options are those of the sockets it makes next: the client's own context, its sockets alone
+        self.context.setsockopt(zmq.MAXMSGSIZE, 2**20 if unread else self.largest_message)
+        self.context.setsockopt(zmq.RCVHWM, 1 if unread else QUEUED)
+        return super()._create_connected_socket(channel, identity)
 
-    def client(self, **kwargs):
-        """A client that takes no message larger than `largest_message`: a kernel's message is the student's, and
-        zmq holds a message whole before anything reads it, in the grader, which no sandbox bounds (a kernel may
-        make one of gigabytes, for an output then cut to 100,000 characters)."""
-        client = super().client(**kwargs)
-        client.context.setsockopt(zmq.MAXMSGSIZE, self.largest_message)  # the client's own context: its sockets alone
-        client.shell_channel_class = client.iopub_channel_class = client.stdin_channel_class = \
-            client.control_channel_class = ReadableMessagesOnly
-        return client
 
-    async def _async_pre_start_kernel(self, **kw):
-        # every grading kernel first remembers the real PyTorch and course functions (tampering is then
-        # reported by the tests) and caps its own memory and CPU time (autograder/kernel.py)
-        given, ours = list(kw.get("extra_arguments") or []), kernel_arguments(self.memory_bytes, self.cpu_seconds)
-        kw["extra_arguments"] = given + [argument for argument in ours if argument not in given]  # (a restart: once)
-        if self.provisioner is None:
-            if self.fork_server:
-                provisioner_class = ForkedKernelProvisioner
-            else:
-                provisioner_class = SandboxedProvisioner
-            self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
-            self.provisioner = provisioner_class(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec,
-                                                 parent=self)
-        return await super()._async_pre_start_kernel(**kw)
+QUEUED = 4  # messages a channel of the grader's queues from its kernel, at most
 
 
 class ReadableMessagesOnly(AsyncZMQSocketChannel):
@@ -86,6 +69,48 @@ def _shaped_as_a_message(received) -> bool:
     return (isinstance(received, dict) and all(isinstance(received.get(part), dict)
                                                for part in ("header", "parent_header", "metadata", "content"))
             and isinstance(received.get("msg_type"), str))
+
+
+class GradingKernelManager(AsyncKernelManager):
+    """The kernel manager of nbgrader's Execute preprocessors: every kernel sandboxed, started as a
+    new process, or forked from this process's warm fork server (`fork_server`: the course's
+    nbgrader_config.py sets it, `course grade --no-fork-server` unsets it)."""
+
+    fork_server = Bool(False, config=True, help="Fork each kernel from this process's warm fork server "
+                       "(course/kernels/forkserver.py) rather than start it as a new process.")
+    # each process of a kernel alone (its sandbox as a whole: Sandbox.memory_bytes and .processes)
+    memory_bytes = Integer(MEMORY_BYTES, config=True, help="RLIMIT_DATA of each process of a grading kernel (the "
+                           "memory it writes to: the same limit with and without CUDA). The verdict's follow it.")
+    cpu_seconds = Integer(CPU_SECONDS, config=True, help="RLIMIT_CPU of each process of a grading kernel. The "
+                          "verdict's follow it.")
+
+    largest_message = Integer(256 * 2**20, config=True, help="Bytes of the largest message the grader takes from a "
+                              "grading kernel (outputs are cut far below it): zmq ends the connection of a kernel that "
+                              "sends a larger one before it holds any of it, and the cell then runs out its time, as a "
+                              "kernel that died does.")
+
+    client_class = DottedObjectName("course.kernels.manager.GradingKernelClient")
+    client_factory = Type(GradingKernelClient)
+
+    def client(self, **kwargs):
+        client = super().client(**kwargs)
+        client.largest_message = self.largest_message
+        return client
+
+    async def _async_pre_start_kernel(self, **kw):
+        # every grading kernel first remembers the real PyTorch and course functions (tampering is then
+        # reported by the tests) and caps its own memory and CPU time (autograder/kernel.py)
+        given, ours = list(kw.get("extra_arguments") or []), kernel_arguments(self.memory_bytes, self.cpu_seconds)
+        kw["extra_arguments"] = given + [argument for argument in ours if argument not in given]  # (a restart: once)
+        if self.provisioner is None:
+            if self.fork_server:
+                provisioner_class = ForkedKernelProvisioner
+            else:
+                provisioner_class = SandboxedProvisioner
+            self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
+            self.provisioner = provisioner_class(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec,
+                                                 parent=self)
+        return await super()._async_pre_start_kernel(**kw)
 
 
 def use_for_nbgrader(**moved):

@@ -357,6 +357,29 @@ def test_a_message_jupyter_cannot_read_is_dropped_and_the_kernel_heard_on(kernel
     assert printed_by(kernel.client, textwrap.dedent(sent), timeout=60, run=kernel.run) == "after\n"
 
 
+def resident_bytes() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmRSS:"))
+
+
+def test_what_a_kernel_sends_and_the_grader_does_not_read_takes_none_of_its_memory(kernel):
+    """nbclient never reads the stdin channel, and zmq queued each message sent there, whole, in the grader: 25 of 200
+    MB made a grader of 5 GB (a hostile student's, the twenty-first session)."""
+    before = resident_bytes()
+    sent = """
+        import time
+        kernel = get_ipython().kernel
+        packed = kernel.session.pack({"prompt": "x" * 20_000_000, "password": False})
+        for _ in range(20):
+            kernel.session.send(kernel.stdin_socket, "input_request", packed, parent=kernel.get_parent("shell"),
+                                ident=kernel._parent_ident["shell"])
+        time.sleep(2)
+        print("sent")
+    """
+    assert printed_by(kernel.client, textwrap.dedent(sent), timeout=120, run=kernel.run) == "sent\n"
+    assert resident_bytes() - before < 100 * 2**20
+
+
 def test_clean_environment_and_its_own_home(kernel):
     names, home, environ_files, processes, cuda = kernel.evaluate(f"""
         import glob, json, os
