@@ -352,6 +352,8 @@ def test_a_message_jupyter_cannot_read_is_dropped_and_the_kernel_heard_on(kernel
                             ident=kernel._topic("stream"))
         kernel.session.send(kernel.iopub_socket, "stream", {"name": "stdout", "text": "x"}, parent=[],
                             ident=kernel._topic("stream"))
+        kernel.session.send(kernel.shell_stream, "execute_reply", {"execution_count": 1}, parent=kernel.get_parent("shell"),
+                            ident=kernel._parent_ident["shell"])  # a reply that says not how the cell ended
         print("after")
     """
     assert printed_by(kernel.client, textwrap.dedent(sent), timeout=60, run=kernel.run) == "after\n"

@@ -14,8 +14,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from nbgrader.api import Gradebook
 
 from course.authoring.monolingual import to_traditional
-from course.plugins.autograde import (DropMalformedMetadata, ForgetUnknownCells, RestoreInstructorsCells, SafeExecute,
-                                     ViewedAsReleased)
+from course.plugins.autograde import (DECIDING_PAST_THE_BOUND, DropMalformedMetadata, ForgetUnknownCells,
+                                     RestoreInstructorsCells, SafeExecute, ViewedAsReleased)
 from course.plugins.feedback import HideHiddenTests, RequireHandGrading, WrapDiagnostics
 from support.messages import shows
 from support.paths import with_bin_on_path
@@ -611,6 +611,29 @@ def test_stderr_past_the_first_counts_as_any_output(executing):
         execute.process_message(sent("stream", {"name": "stderr", "text": "e" * 5000}), cell, 0)
     assert [o.output_type for o in cell.outputs] == ["display_data"] * 5 + ["stream"]
     assert len(cell.outputs[-1].text) == 1000 and execute._dropped == {0: 20}
+
+
+def test_past_the_notebooks_bound_a_cells_first_error_keeps_its_first_characters(executing):
+    """Each cell's first stderr output and first error were kept whole (shortened to an output's bound) however many
+    cells had one: 300 cells made a 75 MB graded notebook (a hostile student's, the twenty-first session)."""
+    execute = executing
+    execute.max_output_chars = 5000
+    execute.nb.cells = [new_code_cell(f"cell {index}") for index in range(40)]
+    for index, cell in enumerate(execute.nb.cells):
+        execute.process_message(sent("stream", {"name": "stderr", "text": "e" * 5000}), cell, index)
+    assert all(len(cell.outputs) == 1 for cell in execute.nb.cells)  # each cell's first, as it decides its own run
+    kept = sum(len(cell.outputs[0].text) for cell in execute.nb.cells)
+    assert kept <= execute.max_notebook_chars + 40 * DECIDING_PAST_THE_BOUND < 40 * execute.max_output_chars
+
+
+def test_the_error_of_a_cells_reply_is_bounded_as_an_error_output(executing):
+    """nbgrader adds a reply's error to the cell where no output names it: the reply is the kernel's, as any message."""
+    execute, cell = executing, executing.nb.cells[0]
+    reply = {"content": {"status": "error", "ename": "E" * 5000, "evalue": "v" * 50_000, "traceback": ["t" * 5000] * 99}}
+    execute.on_cell_executed(cell=cell, cell_index=0, execute_reply=reply)
+    validate(execute.nb)
+    [error] = cell.outputs
+    assert len(error.ename) <= 200 and len(error.evalue) <= execute.max_output_chars and len(error.traceback) <= 40
 
 
 def test_widget_messages_leave_nothing_in_the_graded_notebook(executing):
