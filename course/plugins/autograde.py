@@ -143,7 +143,12 @@ class ForgetUnknownCells(NbGraderPreprocessor):
             tasks = {cell.name for cell in notebook.task_cells}
             self.known = {cell.name: (cell.name in kinds[0], cell.name in kinds[1], bool(cell.locked), cell.name in tasks)
                           for cell in notebook.source_cells}
-        return super().preprocess(nb, resources)
+        self.unknown = []
+        nb, resources = super().preprocess(nb, resources)
+        if len(self.unknown) > SHOWN_UNKNOWN:  # one line each for the first, then their number (200,000 made as many lines)
+            self.log.warning("... and %d more cells claim unknown grade ids: graded as ordinary cells",
+                             len(self.unknown) - SHOWN_UNKNOWN)
+        return nb, resources
 
     def preprocess_cell(self, cell, resources, index):
         claimed = cell.metadata.get("nbgrader")
@@ -151,8 +156,10 @@ class ForgetUnknownCells(NbGraderPreprocessor):
             return cell, resources
         known = self.known.get(claimed.get("grade_id"))
         if known is None:
-            self.log.warning("Cell %d claims unknown grade id %r: graded as an ordinary cell",
-                             index, printable(claimed.get("grade_id"), 100))
+            self.unknown.append(index)
+            if len(self.unknown) <= SHOWN_UNKNOWN:
+                self.log.warning("Cell %d claims unknown grade id %r: graded as an ordinary cell",
+                                 index, printable(claimed.get("grade_id"), 100))
             del cell.metadata["nbgrader"]
         elif tuple(claimed.get(flag, False) for flag in self.FLAGS) != known:
             self.log.warning("Cell %d claims grade id %r with other flags than the source's: given the source's",
@@ -161,6 +168,9 @@ class ForgetUnknownCells(NbGraderPreprocessor):
             if not claimed["grade"]:
                 claimed.pop("points", None)
         return cell, resources
+
+
+SHOWN_UNKNOWN = 20  # cells claiming unknown grade ids named in the log one by one, at most
 
 
 class ViewedAsReleased(NbGraderPreprocessor):

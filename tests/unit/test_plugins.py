@@ -88,6 +88,14 @@ def test_a_cell_claiming_an_unknown_grade_id_becomes_an_ordinary_cell(gradebook,
     assert "unknown grade id 'test_forged'" in caplog.text
 
 
+def test_many_cells_claiming_unknown_grade_ids_take_a_few_lines_of_the_log(gradebook, caplog):
+    """200,000 such cells made as many warning lines (a hostile student's, the twenty-first session)."""
+    forged = [graded_cell("", f"forged_{index}") for index in range(500)]
+    nb, _ = ForgetUnknownCells().preprocess(new_notebook(cells=forged), resources(gradebook))
+    assert all("nbgrader" not in cell.metadata for cell in nb.cells)
+    assert len(caplog.records) == 21 and "and 480 more cells claim unknown grade ids" in caplog.text
+
+
 FLAGS = ("grade", "solution", "locked", "task")
 
 
