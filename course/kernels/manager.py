@@ -44,6 +44,7 @@ class GradingKernelClient(AsyncKernelClient):
 
 
 QUEUED = 4  # messages a channel of the grader's queues from its kernel, at most
+LOGGED_DROPS = 3  # messages a channel drops that the log tells of, at most
 
 
 class ReadableMessagesOnly(AsyncZMQSocketChannel):
@@ -59,7 +60,9 @@ class ReadableMessagesOnly(AsyncZMQSocketChannel):
         except Exception:  # noqa: BLE001: whatever the kernel's bytes make jupyter_client raise
             received = None
         if not _shaped_as_a_message(received):
-            logging.getLogger(__name__).warning(message("kernel_message_dropped"))
+            self.dropped = getattr(self, "dropped", 0) + 1
+            if self.dropped <= LOGGED_DROPS:  # a flood of them makes no flood of lines
+                logging.getLogger(__name__).warning(message("kernel_message_dropped"))
             return {"header": {}, "parent_header": {}, "metadata": {}, "content": {}, "msg_type": "", "msg_id": "",
                     "buffers": []}  # answers no request: nbclient passes it by
         return received

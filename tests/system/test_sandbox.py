@@ -342,7 +342,7 @@ def test_the_grader_takes_no_message_of_a_kernel_larger_than_its_setting(tmp_pat
         limited.shutdown()
 
 
-def test_a_message_jupyter_cannot_read_is_dropped_and_the_kernel_heard_on(kernel):
+def test_a_message_jupyter_cannot_read_is_dropped_and_the_kernel_heard_on(kernel, caplog):
     """A kernel signs its messages with its own key: content that is no JSON, or a parent header that is no dict,
     raised in nbclient's loops and stopped the notebook, with no grade (a hostile student's, the twenty-first
     session)."""
@@ -357,6 +357,17 @@ def test_a_message_jupyter_cannot_read_is_dropped_and_the_kernel_heard_on(kernel
         print("after")
     """
     assert printed_by(kernel.client, textwrap.dedent(sent), timeout=60, run=kernel.run) == "after\n"
+    flood = """
+        kernel = get_ipython().kernel
+        for _ in range(50):
+            kernel.session.send(kernel.iopub_socket, "stream", b"no json", parent=kernel.get_parent("shell"),
+                                ident=kernel._topic("stream"))
+        print("after")
+    """
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="course.kernels.manager"):
+        assert printed_by(kernel.client, textwrap.dedent(flood), timeout=60, run=kernel.run) == "after\n"
+    assert len(caplog.records) <= 3  # a flood of them makes no flood of lines (a few per channel)
 
 
 def resident_bytes() -> int:
