@@ -11,40 +11,13 @@ import zmq
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.channels import AsyncZMQSocketChannel
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool, DottedObjectName, Integer, Type
+from traitlets import Bool, Integer, Type
 
 from autograder.kernel import CPU_SECONDS, MEMORY_BYTES, kernel_arguments
 from autograder.messages import message
 
 from .forkserver import ForkedKernelProvisioner
 from .sandbox import SandboxedProvisioner
-
-
-class GradingKernelClient(AsyncKernelClient):
-    """The grader's client of a grading kernel, whose messages are the student's. zmq holds a message whole before
-    anything reads it, and queues what the grader has not read yet, in the grader, which no sandbox bounds (a kernel
-    may make one of gigabytes, for an output then cut to 100,000 characters; 25 messages of 200 MB each on the stdin
-    channel, which nbclient never reads, made a grader of 5 GB). So each channel takes no message larger than
-    `largest_message` (stdin's and control's, which the grader does not read, none larger than a mebibyte) and
-    queues at most QUEUED of them (the kernel's side queues the rest, in its sandbox, and drops them past its own
-    bound); and a message Jupyter cannot read is dropped (ReadableMessagesOnly)."""
-
-    largest_message = Integer(256 * 2**20)
-    shell_channel_class = Type("course.kernels.manager.ReadableMessagesOnly")
-    iopub_channel_class = Type("course.kernels.manager.ReadableMessagesOnly")
-    stdin_channel_class = Type("course.kernels.manager.ReadableMessagesOnly")
-    control_channel_class = Type("course.kernels.manager.ReadableMessagesOnly")
-
-    def _create_connected_socket(self, channel, identity=None):
-        unread = channel in ("stdin", "control")
-        # the context's options are those of the sockets it makes next: the client's own context, its sockets alone
-        self.context.setsockopt(zmq.MAXMSGSIZE, 2**20 if unread else self.largest_message)
-        self.context.setsockopt(zmq.RCVHWM, 1 if unread else QUEUED)
-        return super()._create_connected_socket(channel, identity)
-
-
-QUEUED = 4  # messages a channel of the grader's queues from its kernel, at most
-LOGGED_DROPS = 3  # messages a channel drops that the log tells of, at most
 
 
 class ReadableMessagesOnly(AsyncZMQSocketChannel):
@@ -76,6 +49,33 @@ def _shaped_as_a_message(received) -> bool:
             and (received["msg_type"] != "execute_reply" or isinstance(received["content"].get("status"), str)))
 
 
+class GradingKernelClient(AsyncKernelClient):
+    """The grader's client of a grading kernel, whose messages are the student's. zmq holds a message whole before
+    anything reads it, and queues what the grader has not read yet, in the grader, which no sandbox bounds (a kernel
+    may make one of gigabytes, for an output then cut to 100,000 characters; 25 messages of 200 MB each on the stdin
+    channel, which nbclient never reads, made a grader of 5 GB). So each channel takes no message larger than
+    `largest_message` (stdin's and control's, which the grader does not read, none larger than a mebibyte) and
+    queues at most QUEUED of them (the kernel's side queues the rest, in its sandbox, and drops them past its own
+    bound); and a message Jupyter cannot read is dropped (ReadableMessagesOnly)."""
+
+    largest_message = Integer(256 * 2**20)
+    shell_channel_class = Type(ReadableMessagesOnly)
+    iopub_channel_class = Type(ReadableMessagesOnly)
+    stdin_channel_class = Type(ReadableMessagesOnly)
+    control_channel_class = Type(ReadableMessagesOnly)
+
+    def _create_connected_socket(self, channel, identity=None):
+        unread = channel in ("stdin", "control")
+        # the context's options are those of the sockets it makes next: the client's own context, its sockets alone
+        self.context.setsockopt(zmq.MAXMSGSIZE, 2**20 if unread else self.largest_message)
+        self.context.setsockopt(zmq.RCVHWM, 1 if unread else QUEUED)
+        return super()._create_connected_socket(channel, identity)
+
+
+QUEUED = 4  # messages a channel of the grader's queues from its kernel, at most
+LOGGED_DROPS = 3  # messages a channel drops that the log tells of, at most
+
+
 class GradingKernelManager(AsyncKernelManager):
     """The kernel manager of nbgrader's Execute preprocessors: every kernel sandboxed, started as a
     new process, or forked from this process's warm fork server (`fork_server`: the course's
@@ -94,7 +94,6 @@ class GradingKernelManager(AsyncKernelManager):
                               "sends a larger one before it holds any of it, and the cell then runs out its time, as a "
                               "kernel that died does.")
 
-    client_class = DottedObjectName("course.kernels.manager.GradingKernelClient")
     client_factory = Type(GradingKernelClient)
 
     def client(self, **kwargs):

@@ -311,12 +311,16 @@ class SafeExecute(Execute):
             return None
         # past the notebook's bound, a cell's first error or stderr output is kept as its first characters only: kept
         # whole in each of 300 cells, they made a 75 MB graded notebook
-        limit = self.max_output_chars if self._chars + size <= self.max_notebook_chars else DECIDING_PAST_THE_BOUND
+        limit = self._output_limit(size)
         if size > limit:
             content, size = _shortened(msg["msg_type"], content, limit), limit
             self._dropped.setdefault(cell_index, 0)
         self._chars += size
         return super().output(outs, {**msg, "content": content}, display_id, cell_index)
+
+    def _output_limit(self, size) -> int:
+        """Characters a kept output of `size` may have: an output's bound, or past the notebook's, a few."""
+        return self.max_output_chars if self._chars + size <= self.max_notebook_chars else DECIDING_PAST_THE_BOUND
 
     def on_cell_executed(self, **kwargs):
         """nbgrader's, which adds the error of a cell's reply to its outputs when no output names it: bounded and
@@ -324,7 +328,7 @@ class SafeExecute(Execute):
         reply = kwargs["execute_reply"]
         content = reply["content"]
         if content["status"] == "error":
-            limit = self.max_output_chars if self._chars <= self.max_notebook_chars else DECIDING_PAST_THE_BOUND
+            limit = self._output_limit(0)
             kwargs["execute_reply"] = {**reply, "content": {"status": "error", **_shortened("error", content, limit)}}
             self._chars += limit
         return super().on_cell_executed(**kwargs)
@@ -357,9 +361,10 @@ class SafeExecute(Execute):
         the whole notebook, with no grade and a raw error for the instructor. It becomes a note in the cell's
         stderr; the notebook is graded. An execution count that is no count (nbclient wrote any into the cell, and
         the notebook was then invalid) is left out."""
-        count = (msg.get("content") or {}).get("execution_count") if isinstance(msg.get("content"), dict) else None
-        if count is not None and not (type(count) is int and count >= 0):  # nbclient writes it into the cell as sent
-            msg = {**msg, "content": {key: value for key, value in msg["content"].items() if key != "execution_count"}}
+        content = msg.get("content")
+        if isinstance(content, dict) and "execution_count" in content and not _a_count(content["execution_count"]):
+            # nbclient writes it into the cell as sent
+            msg = {**msg, "content": {key: value for key, value in content.items() if key != "execution_count"}}
         try:
             return super().process_message(msg, cell, cell_index)
         except CellExecutionComplete:  # nbclient's own signal that the cell has run
@@ -465,7 +470,12 @@ def _shortened(kind, content, limit) -> dict:
                 "traceback": [str(line)[:1000] for line in traceback[:40]]}
     count = content.get("execution_count")
     return {"data": {"text/plain": message("output_too_large", chars=limit)}, "metadata": {},
-            **({"execution_count": count} if type(count) is int and count >= 0 else {})}
+            **({"execution_count": count} if _a_count(count) else {})}
+
+
+def _a_count(value) -> bool:
+    """Whether `value` is an execution count as nbformat holds one: an int, not negative (a bool is no count)."""
+    return type(value) is int and value >= 0
 
 
 def released_source(cell, parent=None) -> str:
