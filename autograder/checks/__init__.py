@@ -28,6 +28,6 @@ from .training import (assert_16_bit_forward, assert_amp_gradients, assert_autoc
     assert_gradients, assert_outside_autocast, assert_scale, assert_step_skipped, assert_updated)
 from .data import (assert_epochs_differ, assert_global_rng_kept, assert_overlapped_copy, assert_loader_kwargs,
     assert_made_on_device, assert_ndarray, assert_rows_of, assert_same_shard, assert_seeds_differ, assert_shards,
-    assert_transfers, sampled_indices, sampled_shard)
+    assert_shuffled, assert_transfers, sampled_indices, sampled_shard)
 from .checkpoints import (assert_loads_on_rank, assert_map_location, assert_rank_zero_checkpoint,
     restored_locations)

@@ -1,6 +1,7 @@
 """Checks of data and its movement: rows of a data set, counted transfers, DataLoader arguments, NumPy
 arrays, and each rank's samples, shards, epochs and seeds.
 """
+import collections
 import contextlib
 import random
 import zlib
@@ -140,6 +141,19 @@ def assert_epochs_differ(first, second, epochs, rank, what):
     __tracebackhide__ = True
     if list(first) == list(second):
         _fail("shard_same_every_epoch", what=what, first=epochs[0], second=epochs[1], rank=rank)
+
+
+def assert_shuffled(order, size, epoch, what):
+    """The indices of one epoch, every rank's shard in turn, are not the data set's order turned, reversed or
+    strided: no one step (modulo `size`) between neighbours makes a quarter of them. A shuffle of 40 or more
+    indices has such a step with a chance under one in a million; a rotation has it almost everywhere."""
+    __tracebackhide__ = True
+    steps = [(int(after) - int(before)) % size for before, after in zip(order, order[1:])]
+    if len(steps) < 3:
+        return
+    step, count = collections.Counter(steps).most_common(1)[0]
+    if 4 * count >= len(steps):
+        _fail("not_shuffled", what=what, epoch=epoch, step=step, size=size, count=count, steps=len(steps))
 
 
 def assert_same_shard(first, second, rank, what):

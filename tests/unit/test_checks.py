@@ -1100,6 +1100,23 @@ def test_shards_must_be_disjoint_equal_and_indices():
                   checks.assert_epochs_differ, [0, 1], [0, 1], (0, 1), 0, "s")
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_a_shuffle_is_shuffled(seed):
+    order = torch.randperm(40, generator=torch.Generator().manual_seed(seed)).tolist()
+    checks.assert_shuffled(order, 40, 0, "s")
+
+
+@pytest.mark.parametrize("order, step, count", [
+    ([*range(13, 40), *range(13)], 1, 39),  # turned
+    (list(range(39, -1, -1)), 39, 39),  # reversed
+    ([i * 7 % 40 for i in range(1, 41)], 7, 39),  # strided
+    ([*range(13, 40, 2), *range(14, 40, 2), 0, 2, 4, 6, 1, 3, 5], 2, 31),  # turned, then split between two ranks
+])
+def test_a_turned_or_strided_order_is_not_shuffled(order, step, count):
+    fails_showing("not_shuffled", dict(what="s", epoch=1, step=step, size=40, count=count, steps=len(order) - 1),
+                  checks.assert_shuffled, order, 40, 1, "s")
+
+
 
 def _shuffled_with_the_global_generator_put_back(dataset, rank, world_size, epoch, seed=0):
     import random
