@@ -24,7 +24,7 @@ The submission runs in processes of their own, which can write nothing but data 
   record; the parent renders its text.
 
 The parent reads the test cells' text, and the instructor's solutions, only after the program is forked
-(DecideGrades writes them beside the job), and sends each caller, when its test starts, the solutions of the
+(DecideGrades hands them over as files with no name, beside the job), and sends each caller, when its test starts, the solutions of the
 exercises already judged: nothing of a test cell's hidden tests is ever in the memory of a process that runs
 student code, only what the judge gives the student's functions.
 
@@ -1029,13 +1029,11 @@ def _not_dumpable():
 
 
 def main():
-    grader_fd, job_path = int(sys.argv[1]), sys.argv[2]
-    with open(job_path, encoding="utf-8") as file:
+    # descriptors of files with no name (course.plugins.autograde.unnamed_file): the job, read now; the solutions and
+    # the test cells, read only once the program is forked (which closes them), so that nothing of them is in its memory
+    grader_fd, job_fd, solutions, tests = map(int, sys.argv[1:5])
+    with open(job_fd, encoding="utf-8") as file:
         job = json.load(file)
-    os.unlink(job_path)
-    folder = os.path.dirname(job_path)
-    solutions = _opened_and_removed(os.path.join(folder, "references.json"))
-    tests = _opened_and_removed(os.path.join(folder, "tests.json"))
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # is_available() does not start CUDA before a fork
     # Imported before any machine is simulated, as a sandboxed verdict's fork server has (PRELOADED in
     # course/kernels/forkserver.py): a meta layer's first forward pass and an optimizer's first step import it,
@@ -1053,17 +1051,6 @@ def main():
     with simulated_accelerator(job["grader_machine"]) if job.get("grader_machine") else contextlib.nullcontext():
         run(job["cells"], job["timeout"], grader_fd, sandboxed=job.get("sandboxed", False), solutions=solutions,
             tests=tests, judges_tmp=job.get("judges_tmp"))
-
-
-def _opened_and_removed(path) -> int | None:
-    """A descriptor of the file, whose path is gone: read only after the program is forked (which closes
-    it), so that nothing of it is in the program's memory, and no process finds it by its path."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    os.unlink(path)
-    return fd
 
 
 if __name__ == "__main__":

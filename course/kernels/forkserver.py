@@ -126,7 +126,7 @@ class ForkedKernelProvisioner(SandboxedProvisioner):
 def fork_into(sandbox, python, args, env, kept=(), verdict=False):
     """A kernel (or, with `verdict`, the verdict process: autograder/verdict.py) forked from this
     process's fork server into `sandbox`, which is started around a holder for it. `kept`: descriptors
-    it keeps (the verdict's result pipe). The sandbox ends when the process does."""
+    it keeps (the verdict's result pipe and the files it is handed). The sandbox ends when the process does."""
     holder = sandbox.start_holder(env)
     output = sandbox.output_pipe()
     try:
@@ -188,7 +188,7 @@ class ForkServer:
     def fork(self, args, env, cwd, fds=(), verdict=False, group=None):
         """A kernel forked from the server; `fds`: the sandbox holder's pidfd, the kernel's output, and
         descriptors the process keeps. With `verdict`, the verdict process instead of a kernel: `args`
-        are its arguments after the result pipe's descriptor (the first kept one). `group`: the
+        are its arguments after the descriptors it keeps. `group`: the
         sandbox's cgroup (course/kernels/cgroups.py), which the process joins before it enters the sandbox."""
         request = json.dumps({"args": args, "env": dict(env), "cwd": cwd, "sandboxed": bool(fds),
                               "verdict": verdict, "group": group.procs_files if group else []})
@@ -375,7 +375,7 @@ def _run_kernel(request, ready_writer, output, middle, kept=()):
         os.environ.update(request["env"])
         if request.get("verdict"):
             from autograder import verdict  # as `python -I -m autograder.verdict FD ARGS`: no folder on sys.path
-            sys.argv = [verdict.__file__, str(kept[0]), *request["args"]]
+            sys.argv = [verdict.__file__, *map(str, kept), *request["args"]]  # its records' pipe, then its files
             verdict.main()
             status = 0
             return

@@ -87,8 +87,9 @@ COURSE_MARKERS = ("nbgrader_config.py", "gradebook.db", "source", "submitted", "
 OUTPUT_KEPT = 8192  # bytes of a kernel's own stdout/stderr kept for the grader's log
 OUTPUT_LIMIT = 1 * 2**20  # bytes of a sandbox's own output kept for the log (a flood is read and dropped)
 # A verdict's sandbox (autograder/verdict.py): the student's program may write anywhere in /tmp, as the grading kernel
-# may, so the judges' temporary folder is a tmpfs beside it, and the job's folder (on the grader's disk) is bound
-# outside it: no file a judge wrote can change under them, and the program writes nothing on the grader's disk
+# may, so the judges' temporary folder is a tmpfs beside it, so that no file a judge wrote can change under them; the
+# verdict works in a tmpfs of its own too, and is handed its job as files with no name, so that no folder of the
+# grader's disk is bound into it (on Linux before 5.13, without Landlock, its program wrote 1 GiB in the job's folder)
 JUDGES_TMP = "/var/tmp"
 JOB_FOLDER = "/var/job"
 SOCKETS_BYTES = 1 * 2**20  # the sockets' own tmpfs: sockets take no space, nothing else belongs there
@@ -261,15 +262,16 @@ class KernelSandbox:
     process; `start_holder()` starts a sandbox whose first process only holds it open, for a kernel
     forked from the fork server to join (course/kernels/forkserver.py)."""
 
-    judges = False  # a verdict's sandbox: its judges' own tmpfs (JUDGES_TMP), its working folder at JOB_FOLDER
+    judges = False  # a verdict's sandbox: its judges' own tmpfs (JUDGES_TMP), its working folder a tmpfs at JOB_FOLDER
 
     def __init__(self, work_dir, log=None, config=None, judges=False):
+        """`work_dir`: the folder a kernel works in, copied into the sandbox; None for a verdict's (`judges`)."""
         self.settings = Sandbox(config=config)  # the bounds: the grading command's Config, or the defaults
         self.judges = judges
         require(config)
-        self.work_dir = os.path.realpath(work_dir)
+        self.work_dir = None if judges else os.path.realpath(work_dir)
         self.log = log
-        found = too_wide(self.work_dir)
+        found = None if judges else too_wide(self.work_dir)
         if found:
             raise SandboxError(message("sandbox_course_folder", folder=self.work_dir, found=found))
         _remove_stale_private_folders()
@@ -285,7 +287,6 @@ class KernelSandbox:
         (etc / "passwd").write_text(f"student:x:{SANDBOX_UID}:{SANDBOX_GID}:student:{HOME}:/bin/sh\n")
         (etc / "group").write_text(f"student:x:{SANDBOX_GID}:\n")
         (etc / "hosts").write_text("127.0.0.1 localhost grading\n::1 localhost\n")
-        self.links_before = _links(self.work_dir) if judges else {}  # a kernel's folder on disk is only read
         self.bwrap = self.init_pid = self.init_pidfd = self.first_pid = self.group = None
         self.output = deque(maxlen=OUTPUT_KEPT)
         self.closed = False
@@ -328,10 +329,8 @@ class KernelSandbox:
             args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
         args += ["--size", str(self.settings.shm_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
                  "--size", str(SOCKETS_BYTES), "--tmpfs", str(self.run_dir)]
-        if self.judges:  # the verdict's job, which its parent reads and its program cannot write (program.own_folder)
-            args += ["--bind", self.work_dir, self.inside]
-        else:  # a kernel's: a bounded copy of its folder (`_copy_working_folder`), never the grader's disk
-            args += ["--size", str(self.settings.folder_bytes), "--tmpfs", self.inside]
+        # a kernel's: a bounded copy of its folder (`_copy_working_folder`), never the grader's disk; a verdict's, empty
+        args += ["--size", str(self.settings.folder_bytes), "--tmpfs", self.inside]
         args += ["--chdir", self.inside]
         if os.path.exists(self.connection_file):
             args += ["--ro-bind", self.connection_file, self.connection_file]
@@ -491,15 +490,11 @@ class KernelSandbox:
             self.group = None
 
     def close(self, reap=None):
-        """Stop the sandbox, then make a verdict's working folder safe for the grader (a kernel's, on disk, it only
-        read) and remove the private folder. Idempotent."""
+        """Stop the sandbox and remove its private folder (the working folder on disk it only read). Idempotent."""
         if self.closed:
             return
         self.closed = True
         self.stop(reap)
-        removed = make_safe(self.work_dir, self.links_before) if self.judges else []
-        if removed and self.log:
-            self.log.warning(message("sandbox_cleaned", folder=self.work_dir, names=", ".join(removed[:8])))
         shutil.rmtree(self.private, ignore_errors=True)
 
 
@@ -604,51 +599,6 @@ def _not_copied(parent, names) -> list[str]:
     kept = (stat.S_ISREG, stat.S_ISDIR, stat.S_ISLNK)
     return [name for name in names if name.endswith(".ipynb")
             or not any(kind(os.lstat(os.path.join(parent, name)).st_mode) for kind in kept)]
-
-
-def _links(folder) -> dict:
-    found = {}
-    for parent, dirs, files in os.walk(folder):
-        for name in dirs + files:
-            path = os.path.join(parent, name)
-            if os.path.islink(path):
-                found[path] = os.readlink(path)
-    return found
-
-
-def make_safe(folder, links_before=None) -> list[str]:
-    """After a kernel: remove what the submission made in `folder` that the grader must not follow
-    or open (symbolic links, pipes, sockets, device files), clear set-user-ID, set-group-ID and sticky
-    bits and write permission for others. Returns the names removed. Links that were there before the
-    kernel started, unchanged, stay."""
-    links_before = links_before or {}
-    removed = []
-    top = os.lstat(folder).st_mode
-    if stat.S_IMODE(top) != (stat.S_IMODE(top) & 0o755) | 0o700:
-        os.chmod(folder, (stat.S_IMODE(top) & 0o755) | 0o700)
-    for parent, dirs, files in os.walk(folder, topdown=True):
-        for name in list(dirs) + files:
-            path = os.path.join(parent, name)
-            try:
-                info = os.lstat(path)
-            except FileNotFoundError:
-                continue
-            mode = info.st_mode
-            if stat.S_ISLNK(mode):
-                if links_before.get(path) == os.readlink(path):
-                    continue
-                os.unlink(path)
-                removed.append(os.path.relpath(path, folder))
-                if name in dirs:
-                    dirs.remove(name)
-            elif stat.S_ISDIR(mode) or stat.S_ISREG(mode):
-                wanted = (stat.S_IMODE(mode) & 0o755) | (0o700 if stat.S_ISDIR(mode) else 0o600)
-                if wanted != stat.S_IMODE(mode):
-                    os.chmod(path, wanted, follow_symlinks=False)
-            else:
-                os.unlink(path)
-                removed.append(os.path.relpath(path, folder))
-    return removed
 
 
 class SandboxedProvisioner(LocalProvisioner):

@@ -617,43 +617,42 @@ class DecideGrades(NbGraderPreprocessor):
         when the notebook's grading budget (`budget` seconds, SafeExecute.grading_timeout) ends; a verdict
         still running then is stopped, and the notebook is not graded (GradingOverBudget)."""
         cells = self.with_limits(cells)
-        folder = tempfile.mkdtemp(prefix="course-verdict-")
-        job_path = os.path.join(folder, "job.json")  # read, then removed, before any test runs
         tests = {cell["grade_id"]: {"source": cell["source"], "visible": cell.get("visible")}
                  for cell in cells if cell["kind"] == "test"}
         program = [{key: value for key, value in cell.items() if key not in ("source", "visible")}
-                   if cell["kind"] == "test" else cell for cell in cells]  # a test cell's text: tests.json
-        with open(job_path, "w", encoding="utf-8") as job:
-            json.dump({"cells": program, "timeout": self.cell_timeout(), **self.limits(),
-                       "sandboxed": sandbox.enabled(self.config), "grader_machine": self.grader_machine,
-                       "judges_tmp": sandbox.JUDGES_TMP if sandbox.enabled(self.config) else None}, job)
-        for path, data in [(beside(job_path, "references.json"), references or []), (beside(job_path, "tests.json"), tests)]:
-            with open(path, "w", encoding="utf-8") as file:  # read by the verdict only once its program runs apart
-                json.dump(data, file)
+                   if cell["kind"] == "test" else cell for cell in cells]  # a test cell's text: `tests`
+        job = {"cells": program, "timeout": self.cell_timeout(), **self.limits(), "sandboxed": sandbox.enabled(self.config),
+               "grader_machine": self.grader_machine, "judges_tmp": sandbox.JUDGES_TMP if sandbox.enabled(self.config) else None}
+        # the job, the instructor's solutions and the test cells' text, each in a file that has no name: no folder of
+        # the grader's disk is the verdict's (its sandbox works in a tmpfs of its own, sandbox.JOB_FOLDER)
+        handed = [unnamed_file(job), unnamed_file(references or []), unnamed_file(tests)]
         reader, writer = os.pipe()
-        box = process = None
+        box = process = folder = None
         try:
             if not sandbox.enabled(self.config):
-                process = subprocess.Popen(verdict_command(writer, job_path), cwd=folder, env=sandbox.environment(gpus=True), pass_fds=[writer],
-                                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                folder = tempfile.mkdtemp(prefix="course-verdict-")
+                process = subprocess.Popen(verdict_command(writer, handed), cwd=folder, env=sandbox.environment(gpus=True),
+                                           pass_fds=[writer, *handed], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                            stderr=subprocess.DEVNULL, start_new_session=True)
             else:
-                box, process = self.start_sandboxed(folder, job_path, writer)
-            os.close(writer)
-            writer = None
+                box, process = self.start_sandboxed(writer, handed)
+            for fd in (writer, *handed):
+                os.close(fd)
+            writer, handed = None, []
             lines = read_records(reader, self.deadlines(cells), ends=ends, allowances=self.allowances(cells))
             if lines is OVER_BUDGET:
                 raise GradingOverBudget(message("grading_over_budget", seconds=budget))
         finally:
-            if writer is not None:
-                os.close(writer)
+            for fd in ([writer] if writer is not None else []) + handed:
+                os.close(fd)
             os.close(reader)
             if box is not None:
                 box.close(reap=process.wait if isinstance(process, forkserver.AdoptedProcess) else None)
             elif process is not None:
                 os.killpg(process.pid, signal.SIGKILL)  # the verdict and every process of its session
                 process.wait()
-            shutil.rmtree(folder, ignore_errors=True)
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
         return self.records(lines)
 
     def records(self, lines) -> dict:
@@ -680,32 +679,38 @@ class DecideGrades(NbGraderPreprocessor):
             raise VerdictUnavailable(message("verdict_unavailable"))
         return records
 
-    def start_sandboxed(self, folder, job_path, writer):
-        """The verdict process in a sandbox of its own: forked from this process's warm fork server
-        (torch already imported, as for `course grade`'s kernels) where it can be, else a new process
-        (in the same sandbox, started again, as ForkedKernelProvisioner does for a kernel)."""
+    def start_sandboxed(self, writer, handed):
+        """The verdict process in a sandbox of its own, working in its own tmpfs: forked from this process's warm
+        fork server (torch already imported, as for `course grade`'s kernels) where it can be, else a new process
+        (in the same sandbox, started again, as ForkedKernelProvisioner does for a kernel). `writer`: the records'
+        pipe; `handed`: the files `verdict_command` names."""
         env = forkserver.autograde_environment(self.config)
-        box = sandbox.KernelSandbox(folder, log=self.log, config=self.config, judges=True)
-        job_path = os.path.join(box.inside, os.path.basename(job_path))  # where the verdict finds it
+        box = sandbox.KernelSandbox(None, log=self.log, config=self.config, judges=True)
         if self.fork_server and sys.platform.startswith("linux"):
             try:
-                return box, forkserver.fork_into(box, sys.executable, [job_path], env, kept=[writer], verdict=True)
+                return box, forkserver.fork_into(box, sys.executable, [], env, kept=[writer, *handed], verdict=True)
             except OSError as error:
                 self.log.warning("Fork server unavailable (%s): starting the verdict as a new process", error)
                 box.stop()
-        return box, box.start(verdict_command(writer, job_path), env, keep_fds=[writer])
+        return box, box.start(verdict_command(writer, handed), env, keep_fds=[writer, *handed])
 
 
-def verdict_command(writer, job_path) -> list[str]:
-    """The verdict as a new process: a plain, isolated Python (`-I`: no folder of the grader on sys.path)."""
-    return [sys.executable, "-I", "-m", "autograder.verdict", str(writer), job_path]
+def verdict_command(writer, handed) -> list[str]:
+    """The verdict as a new process: a plain, isolated Python (`-I`: no folder of the grader on sys.path), given
+    the descriptors of its records' pipe (`writer`) and of its job, the solutions and the test cells (`handed`)."""
+    return [sys.executable, "-I", "-m", "autograder.verdict", str(writer), *map(str, handed)]
 
 
-def beside(job_path, name) -> str:
-    """A file beside the job (the instructor's solutions, the test cells' text): the verdict's parent opens
-    it and removes it before the program starts, and reads it only once the program runs apart
-    (autograder/verdict.py), so nothing of it is ever in the memory of a process that runs student code."""
-    return os.path.join(os.path.dirname(job_path), name)
+def unnamed_file(data) -> int:
+    """A descriptor of a file that holds `data` as JSON, at its start, and has no name anywhere: the verdict's parent
+    reads its job at once, and the solutions and the test cells' text only once its program runs apart
+    (autograder/verdict.py), so nothing of them is ever in the memory of a process that runs student code."""
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as file:
+        json.dump(data, file)
+        file.flush()
+        fd = os.dup(file.fileno())
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def solutions(source, parent=None) -> list[dict]:

@@ -6,7 +6,9 @@ The forgeries are data (course/corpus/forgeries.toml); each class of them is gra
 `nbgrader autograde` and by `course grade`, and every test cell's points are asserted.
 """
 import base64
+import json
 import logging
+import os
 import subprocess
 import sys
 import time
@@ -841,9 +843,30 @@ def test_an_instructors_cell_that_fails_in_the_grader_stops_the_notebook_not_the
     assert shows(str(stopped.value), "verdict_instructor_cell") and "ImportError" in str(stopped.value)
 
 
+def test_a_sandboxed_verdict_works_in_an_empty_tmpfs_not_on_the_graders_disk():
+    """The job, the solutions and the test cells are handed over as files with no name, and the verdict works in a
+    tmpfs of its sandbox, where the program finds nothing: without Landlock, a program once fallocated 1 GiB in the
+    job's folder, bound from the grader's disk."""
+    answer = ("import os\nMOUNTS = [line.split() for line in open('/proc/self/mountinfo')]\n"
+              "TMPFS = any(m[4] == '/var/job' and m[m.index('-') + 1] == 'tmpfs' for m in MOUNTS)\n"
+              "EMPTY = os.listdir('/var/job') == []\n"
+              "def double(x):\n    return x * (2 if TMPFS and EMPTY else 3)")
+    assert decided(answer)["double0"]["passed"] is True
+
+
+def test_the_verdicts_files_have_no_name_and_hold_their_data():
+    handed = autograde.unnamed_file({"cells": ["é"]})
+    try:
+        assert os.fstat(handed).st_nlink == 0
+        with open(os.dup(handed), encoding="utf-8") as file:
+            assert json.load(file) == {"cells": ["é"]}
+    finally:
+        os.close(handed)
+
+
 def test_a_verdict_that_never_starts_is_the_instructors_error(monkeypatch):
     """The case of issue 41: an environment the verdict cannot run in. No zero is recorded for anyone."""
-    monkeypatch.setattr(autograde, "verdict_command", lambda writer, job: [sys.executable, "-c", "raise SystemExit(1)"])
+    monkeypatch.setattr(autograde, "verdict_command", lambda writer, handed: [sys.executable, "-c", "raise SystemExit(1)"])
     with pytest.raises(VerdictUnavailable) as stopped:
         decided("def double(x):\n    return 2 * x", fork_server=False)
     assert shows(str(stopped.value), "verdict_unavailable")

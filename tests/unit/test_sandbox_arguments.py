@@ -85,18 +85,20 @@ def test_the_kernel_writes_only_its_working_folder_and_its_own_small_filesystems
     assert ("--chdir", box.work_dir) in found
 
 
-def test_a_verdicts_sandbox_keeps_its_judges_and_its_job_outside_tmp(box):
+def test_a_verdicts_sandbox_keeps_its_judges_and_its_job_outside_tmp_and_off_the_graders_disk(box):
     """The student's program may write anywhere in /tmp (autograder/verdict.py: judges_tmp): the judges get a sized
-    tmpfs of their own beside it, and the job's folder is bound outside it; a kernel's sandbox has neither (the test
-    above)."""
-    box.judges = True
+    tmpfs of their own beside it, and the verdict works in a sized tmpfs of its own; no folder of the grader's is bound
+    (without Landlock, a program fallocated 1 GiB in the job's folder, then bound from the grader's disk). A kernel's
+    sandbox has no judges' tmpfs (the test above)."""
+    box.judges, box.work_dir = True, None
     found, _ = built(box)
     assert writable(found) == [("--tmpfs", "/tmp"), ("--dir", sandbox.HOME), ("--tmpfs", sandbox.JUDGES_TMP),
-                        ("--tmpfs", "/dev/shm"), ("--tmpfs", str(box.run_dir)),
-                        ("--bind", box.work_dir, sandbox.JOB_FOLDER)]
+                        ("--tmpfs", "/dev/shm"), ("--tmpfs", str(box.run_dir)), ("--tmpfs", sandbox.JOB_FOLDER)]
+    assert not [o for o in found if o[0] == "--bind"]
     assert ("--chdir", sandbox.JOB_FOLDER) in found
     sizes = {found[i + 1][1]: int(found[i][1]) for i, o in enumerate(found) if o[0] == "--size"}
     assert sizes[sandbox.JUDGES_TMP] == box.settings.tmp_bytes
+    assert sizes[sandbox.JOB_FOLDER] == box.settings.folder_bytes
     assert not any(folder.startswith("/tmp/") for folder in (sandbox.JUDGES_TMP, sandbox.JOB_FOLDER))
 
 
