@@ -4,7 +4,11 @@ It stands above both ways of starting a kernel, a new process in a new sandbox (
 fork from a warm server into one (forkserver.py, whose provisioner extends the sandbox's), so that
 neither module imports the other's user.
 """
+import asyncio
 import logging
+import os
+import stat
+import time
 import uuid
 
 import zmq
@@ -49,7 +53,48 @@ def _shaped_as_a_message(received) -> bool:
             and (received["msg_type"] != "execute_reply" or isinstance(received["content"].get("status"), str)))
 
 
-class GradingKernelClient(AsyncKernelClient):
+class SocketsByInode:
+    """Where a grading kernel's Unix sockets are reached: each by the socket the kernel bound, held open
+    (`/proc/self/fd/N`), never by its path again. The kernel binds them in a folder it may write, which the grader
+    reaches through the sandbox's root (sandbox.KernelSandbox._link_sockets): a kernel that put a link there in place
+    of one of its sockets, and dropped that channel's connection, made the grader reconnect through the link, from
+    outside the sandbox, as its own user, to any Unix socket of the machine it named (a hostile student's, the
+    twenty-second session). A link, or anything but a socket, is refused: the channel then reaches nothing (a path no
+    one can bind), as a kernel's that never started."""
+
+    _held_sockets = None  # path → the descriptor of the socket found there (O_PATH), or None where none was
+
+    def _make_url(self, channel: str) -> str:
+        if self.transport != "ipc":
+            return super()._make_url(channel)
+        path = f"{self.ip}-{getattr(self, f'{channel}_port')}"
+        if self._held_sockets is None:
+            self._held_sockets = {}
+        if path not in self._held_sockets:
+            self._held_sockets[path] = _socket_at(path)
+        fd = self._held_sockets[path]
+        return f"ipc:///proc/self/fd/{fd}" if fd is not None else "ipc:///dev/null"
+
+    def _release_sockets(self):
+        held, self._held_sockets = self._held_sockets or {}, None
+        for fd in held.values():
+            if fd is not None:
+                os.close(fd)
+
+
+def _socket_at(path) -> int | None:
+    """A descriptor (O_PATH) of the socket at `path` itself, not followed if a link; None if it is none."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    if stat.S_ISSOCK(os.fstat(fd).st_mode):
+        return fd
+    os.close(fd)
+    return None
+
+
+class GradingKernelClient(SocketsByInode, AsyncKernelClient):
     """The grader's client of a grading kernel, whose messages are the student's. zmq holds a message whole before
     anything reads it, and queues what the grader has not read yet, in the grader, which no sandbox bounds (a kernel
     may make one of gigabytes, for an output then cut to 100,000 characters; 25 messages of 200 MB each on the stdin
@@ -71,12 +116,18 @@ class GradingKernelClient(AsyncKernelClient):
         self.context.setsockopt(zmq.RCVHWM, 1 if unread else QUEUED)
         return super()._create_connected_socket(channel, identity)
 
+    def stop_channels(self):
+        super().stop_channels()
+        self._release_sockets()
+
 
 QUEUED = 4  # messages a channel of the grader's queues from its kernel, at most
+CHANNELS = ("shell", "iopub", "stdin", "control", "hb")
+SOCKETS_BOUND_S = 120  # seconds a kernel may take to bind its sockets (jupyter_client waits 60 for it to be ready)
 LOGGED_DROPS = 3  # messages a channel drops that the log tells of, at most
 
 
-class GradingKernelManager(AsyncKernelManager):
+class GradingKernelManager(SocketsByInode, AsyncKernelManager):
     """The kernel manager of nbgrader's Execute preprocessors: every kernel sandboxed, started as a
     new process, or forked from this process's warm fork server (`fork_server`: the course's
     nbgrader_config.py sets it, `course grade --no-fork-server` unsets it)."""
@@ -115,6 +166,25 @@ class GradingKernelManager(AsyncKernelManager):
             self.provisioner = provisioner_class(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec,
                                                  parent=self)
         return await super()._async_pre_start_kernel(**kw)
+
+    async def _async_post_start_kernel(self, **kw):
+        await self._sockets_bound()  # before the first connection: each socket is then held as bound
+        await super()._async_post_start_kernel(**kw)
+
+    async def _sockets_bound(self, timeout=SOCKETS_BOUND_S):
+        """Wait until the kernel has bound each of its Unix sockets, it ended, or `timeout` seconds passed."""
+        if self.transport != "ipc":
+            return
+        paths = [f"{self.ip}-{getattr(self, f'{channel}_port')}" for channel in CHANNELS]
+        deadline = time.monotonic() + timeout
+        while not all(os.path.lexists(path) for path in paths) and time.monotonic() < deadline:
+            if self.provisioner is not None and await self.provisioner.poll() is not None:
+                return  # a kernel that ended binds nothing
+            await asyncio.sleep(0.01)
+
+    def _close_control_socket(self):
+        super()._close_control_socket()
+        self._release_sockets()
 
 
 def use_for_nbgrader(**moved):

@@ -370,6 +370,42 @@ def test_a_message_jupyter_cannot_read_is_dropped_and_the_kernel_heard_on(kernel
     assert len(caplog.records) <= 3  # a flood of them makes no flood of lines (a few per channel)
 
 
+@pytest.mark.parametrize("channel", ["hb", "shell"])
+@pytest.mark.parametrize("mode", MODES)
+def test_the_grader_connects_to_no_socket_a_kernel_links_its_own_to(mode, channel, tmp_path):
+    """A kernel binds its sockets in a folder it may write: it put a link to a Unix socket of the grader's machine in
+    place of one of its own, then dropped that channel's connection, and the grader, reconnecting by the path from
+    outside the sandbox, as its own user, followed the link (a hostile student's, the twenty-second session: 72
+    connections in 6 s to a socket it named)."""
+    work = tmp_path / "autograded" / "me" / "a1"
+    work.mkdir(parents=True)
+    host = socket.socket(socket.AF_UNIX)
+    host.bind(str(tmp_path / "host.sock"))
+    host.listen()
+    host.setblocking(False)
+    kernel = Kernel(MODES[mode], work)
+    try:
+        dropped = {"hb": "app.heartbeat.context.destroy(linger=0)",
+                   "shell": "app.kernel.shell_stream.socket.unbind(app.kernel.shell_stream.socket.LAST_ENDPOINT)"}
+        kernel.client.execute(textwrap.dedent(f"""
+            import json, os, time
+            from ipykernel.kernelapp import IPKernelApp
+            app = IPKernelApp.instance()
+            info = json.load(open(app.abs_connection_file))
+            path = f"{{info['ip']}}-{{info['{channel}_port']}}"
+            os.unlink(path)
+            os.symlink({str(tmp_path / "host.sock")!r}, path)
+            {dropped[channel]}
+            time.sleep(3)
+        """))
+        time.sleep(5)
+        with pytest.raises(BlockingIOError):
+            host.accept()
+    finally:
+        kernel.shutdown()
+        host.close()
+
+
 def resident_bytes() -> int:
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmRSS:"))
