@@ -19,6 +19,7 @@ attachments are), links only to web, mail and the page's own anchors. The pages'
 (course/plugins/formgrade.py, templates/course_feedback) is the second wall: no <base>, forms sent nowhere
 else, images only from the page.
 """
+import html
 import re
 
 import bleach
@@ -88,14 +89,46 @@ def page_style(_resources=None) -> str:
     return LINK_MARK_CSS
 
 
+# Tags in one piece of a submission's HTML (a markdown cell, an output) that a page parses, at most: the HTML parser
+# under the sanitiser takes time quadratic in how deeply its elements nest, and one markdown cell of 270 KB ("<b><i>"
+# 40,000 times) held generate_feedback for 151 s, and the Jupyter server, whose formgrader renders a submission in its
+# event loop, for 134 s (the twenty-second session's attacker). Past them, the piece is shown as its text.
+MOST_TAGS = 2_000
+TAG = re.compile(r"<[A-Za-z/!?]")
+AS_TEXT_NOTES = {"raw": "a raw cell, shown as its text / 原始单元格，按原文显示",
+                 "tags": f"more than {MOST_TAGS:,} HTML tags, shown as text / 超过 {MOST_TAGS:,} 个 HTML 标签，按原文显示"}
+
+
+def too_many_tags(text: str) -> bool:
+    return sum(1 for _ in zip(TAG.finditer(text), range(MOST_TAGS + 1))) > MOST_TAGS
+
+
+def shown_as_text(text: str, why: str) -> str:
+    """Markdown that shows `text` as it is, with a note saying why: no tag of it is parsed, no link of it made."""
+    return f"*({AS_TEXT_NOTES[why]})*\n\n<pre>{html.escape(text)}</pre>\n"
+
+
 class SanitizeSubmission(PagePreprocessor, SanitizeHTML):
-    """nbconvert's SanitizeHTML, with outputs' metadata checked and the submission's links marked."""
+    """nbconvert's SanitizeHTML, with outputs' metadata checked and the submission's links marked. A raw cell is shown
+    as its text, since the templates write it into the page outside every cell, where the mark of a student's link
+    does not reach (a raw cell's "sign in again" link showed unmarked under the feedback's score table); so is a piece
+    of HTML with more tags than MOST_TAGS."""
 
     def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "raw" or (cell.cell_type == "markdown" and too_many_tags(cell.source)):
+            cell.source = shown_as_text(cell.source, "raw" if cell.cell_type == "raw" else "tags")
+            cell.cell_type = "markdown"
+            cell.metadata.pop("raw_mimetype", None)
+            cell.metadata.pop("format", None)
+            return cell, resources  # escaped already: nothing for the sanitiser's parser
         if cell.cell_type == "code":
             for output in cell.get("outputs", []):
                 if "metadata" in output:
                     output.metadata = checked_metadata(output.metadata)
+                data = output.get("data", {})
+                for mimetype in ("text/html", "text/markdown"):
+                    if isinstance(data.get(mimetype), str) and too_many_tags(data[mimetype]):
+                        data["text/plain"] = data.pop(mimetype)
         return super().preprocess_cell(cell, resources, index)
 
 

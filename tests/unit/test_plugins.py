@@ -3,6 +3,7 @@ small notebook, with a gradebook in a temporary folder where a plugin reads one.
 (the grading pipeline tests run them all together under `nbgrader autograde`); these take a second.
 """
 import logging
+import time
 import traceback
 import shutil
 from pathlib import Path
@@ -308,6 +309,43 @@ def test_an_outputs_metadata_keeps_only_numbers_for_sizes_a_flag_and_a_text():
     SanitizeSubmission().preprocess(notebook, {})
     assert notebook.cells[0].outputs[0].metadata == {
         "image/png": {"height": 40, "alt": "a plot"}, "width": "50", "text/html": {}}
+
+
+@pytest.mark.parametrize("raw_mimetype", [None, "text/html", "text/markdown"])
+def test_a_raw_cell_is_shown_as_its_text_with_no_link_made(raw_mimetype):
+    """The templates write a raw cell into the page outside every cell, where the mark of a student's link does not
+    reach: a "sign in again" link showed unmarked under the feedback's score table (the twenty-second session)."""
+    from course.plugins.pages import SanitizeSubmission, markdown2html
+
+    raw = nbformat.v4.new_raw_cell('<a href="http://evil.invalid/login">Sign in again</a>\n<b>bold</b>')
+    if raw_mimetype:
+        raw.metadata["raw_mimetype"] = raw_mimetype
+    notebook = new_notebook(cells=[raw])
+    SanitizeSubmission().preprocess(notebook, {})
+    cell = notebook.cells[0]
+    assert cell.cell_type == "markdown" and "raw_mimetype" not in cell.metadata
+    html = markdown2html({"cell": cell, "resources": {}}, cell.source)
+    assert "&lt;a href=&#34;http://evil.invalid/login&#34;&gt;Sign in again&lt;/a&gt;" in html.replace("&quot;", "&#34;")
+    assert "<a " not in html and "<b>" not in html and "原始单元格" in html
+
+
+def test_html_with_more_tags_than_a_page_parses_is_shown_as_text_and_quickly():
+    """html5lib, under the sanitisers, takes time quadratic in how deeply elements nest: a 270 KB markdown cell held
+    generate_feedback for 151 s and the formgrader's server for 134 s (the twenty-second session's attacker)."""
+    from course.plugins.pages import MOST_TAGS, SanitizeSubmission, markdown2html
+
+    nested = "Notes\n\n" + "<b><i>" * 40_000 + "x"
+    output = new_output("display_data", data={"text/html": nested, "text/markdown": nested, "text/plain": "x"})
+    few = "<b>fine</b> " * (MOST_TAGS // 2)
+    notebook = new_notebook(cells=[new_markdown_cell(nested), new_code_cell("show()", outputs=[output]),
+                                   new_markdown_cell(few)])
+    started = time.monotonic()
+    SanitizeSubmission().preprocess(notebook, {})
+    shown = markdown2html({"cell": notebook.cells[0], "resources": {}}, notebook.cells[0].source)
+    assert time.monotonic() - started < 10
+    assert "&lt;b&gt;&lt;i&gt;" in shown and "<b>" not in shown and "HTML 标签" in shown
+    assert notebook.cells[1].outputs[0].data == {"text/plain": nested}
+    assert notebook.cells[2].source.count("<b>fine</b>") == MOST_TAGS // 2  # at most MOST_TAGS: parsed as HTML
 
 
 @pytest.mark.parametrize("markdown, kept, dropped", [
