@@ -94,13 +94,15 @@ def page_style(_resources=None) -> str:
 # 40,000 times) held generate_feedback for 151 s, and the Jupyter server, whose formgrader renders a submission in its
 # event loop, for 134 s (the twenty-second session's attacker). Past them, the piece is shown as its text.
 MOST_TAGS = 2_000
+MOST_TAGS_PER_PAGE = 20_000  # and in all the pieces of one page together (many cells of 1,999 each)
 TAG = re.compile(r"<[A-Za-z/!?]")
 AS_TEXT_NOTES = {"raw": "a raw cell, shown as its text / 原始单元格，按原文显示",
-                 "tags": f"more than {MOST_TAGS:,} HTML tags, shown as text / 超过 {MOST_TAGS:,} 个 HTML 标签，按原文显示"}
+                 "tags": f"more HTML tags than a page shows, shown as text / HTML 标签多于页面所能显示的，按原文显示"}
 
 
-def too_many_tags(text: str) -> bool:
-    return sum(1 for _ in zip(TAG.finditer(text), range(MOST_TAGS + 1))) > MOST_TAGS
+def tags_in(text: str, most: int) -> int:
+    """The number of tags in `text`, counted up to `most + 1`."""
+    return sum(1 for _ in zip(TAG.finditer(text), range(most + 1)))
 
 
 def shown_as_text(text: str, why: str) -> str:
@@ -114,8 +116,23 @@ class SanitizeSubmission(PagePreprocessor, SanitizeHTML):
     does not reach (a raw cell's "sign in again" link showed unmarked under the feedback's score table); so is a piece
     of HTML with more tags than MOST_TAGS."""
 
+    tags_left = MOST_TAGS_PER_PAGE  # of the page being made
+
+    def preprocess(self, nb, resources):
+        self.tags_left = MOST_TAGS_PER_PAGE
+        return super().preprocess(nb, resources)
+
+    def parsed(self, text: str) -> bool:
+        """Whether a page may parse `text` as HTML: no more tags than MOST_TAGS, nor than the page has left."""
+        most = min(MOST_TAGS, self.tags_left)
+        found = tags_in(text, most)
+        if found > most:
+            return False
+        self.tags_left -= found
+        return True
+
     def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type == "raw" or (cell.cell_type == "markdown" and too_many_tags(cell.source)):
+        if cell.cell_type == "raw" or (cell.cell_type == "markdown" and not self.parsed(cell.source)):
             cell.source = shown_as_text(cell.source, "raw" if cell.cell_type == "raw" else "tags")
             cell.cell_type = "markdown"
             cell.metadata.pop("raw_mimetype", None)
@@ -127,7 +144,7 @@ class SanitizeSubmission(PagePreprocessor, SanitizeHTML):
                     output.metadata = checked_metadata(output.metadata)
                 data = output.get("data", {})
                 for mimetype in ("text/html", "text/markdown"):
-                    if isinstance(data.get(mimetype), str) and too_many_tags(data[mimetype]):
+                    if isinstance(data.get(mimetype), str) and not self.parsed(data[mimetype]):
                         data["text/plain"] = data.pop(mimetype)
         return super().preprocess_cell(cell, resources, index)
 

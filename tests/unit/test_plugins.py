@@ -348,6 +348,16 @@ def test_html_with_more_tags_than_a_page_parses_is_shown_as_text_and_quickly():
     assert notebook.cells[2].source.count("<b>fine</b>") == MOST_TAGS // 2  # at most MOST_TAGS: parsed as HTML
 
 
+def test_a_page_parses_at_most_so_many_tags_in_all_its_pieces():
+    from course.plugins.pages import MOST_TAGS, MOST_TAGS_PER_PAGE, SanitizeSubmission
+
+    piece = "<b><i>" * (MOST_TAGS // 2 - 1) + "x"  # one tag short of a piece's bound, 2 a pair
+    cells = [new_markdown_cell(piece) for _ in range(2 * MOST_TAGS_PER_PAGE // MOST_TAGS)]
+    SanitizeSubmission().preprocess(new_notebook(cells=cells), {})
+    parsed = [cell for cell in cells if not cell.source.startswith("*(")]
+    assert len(parsed) == MOST_TAGS_PER_PAGE // (MOST_TAGS - 2)
+
+
 @pytest.mark.parametrize("markdown, kept, dropped", [
     ("![plot](http://evil.invalid/p.png)", '<img alt="plot"', "evil.invalid"),
     ("[log in](http://evil.invalid/login)", '<a href="http://evil.invalid/login">log in</a>', None),
