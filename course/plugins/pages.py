@@ -61,8 +61,29 @@ def _markdown_attribute(tag, name, value) -> bool:
     return name == "id" and tag in ("h1", "h2", "h3", "h4", "h5", "h6")  # the anchors' targets
 
 
+# The page's own elements are found by their ids: nbgrader's formgrader binds each test cell's grade to the first
+# element whose id is its grade id, and a heading of the student's that Markdown named `test_pick_device` (placed in
+# the written answer, above the tests) bound every test's grade to the written answer's, whose "Full credit" then
+# gave an unanswered notebook full marks (the twenty-second session's attacker). So the ids of the student's headings,
+# and the links to them, are the page's own names prefixed, as GitHub does: no id of theirs is one of the page's.
+STUDENTS_IDS = "user-content-"
+
+
+class _OwnIds(bleach.html5lib_shim.Filter):
+    """Prefixes each id (a heading's) and each link to an anchor on the page with STUDENTS_IDS."""
+
+    def __iter__(self):
+        for token in super().__iter__():
+            attributes = token.get("data") if token["type"] in ("StartTag", "EmptyTag") else None
+            if attributes and (None, "id") in attributes:
+                attributes[None, "id"] = STUDENTS_IDS + attributes[None, "id"]
+            if attributes and attributes.get((None, "href"), "").startswith("#"):
+                attributes[None, "href"] = "#" + STUDENTS_IDS + attributes[None, "href"][1:]
+            yield token
+
+
 _MARKDOWN_CLEANER = bleach.Cleaner(tags=MARKDOWN_TAGS, attributes=_markdown_attribute,
-                                   protocols={"http", "https", "mailto"}, strip=False,
+                                   protocols={"http", "https", "mailto"}, strip=False, filters=[_OwnIds],
                                    css_sanitizer=CSSSanitizer(allowed_css_properties=["text-align"]))
 
 

