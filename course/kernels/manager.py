@@ -33,7 +33,7 @@ class ReadableMessagesOnly(AsyncZMQSocketChannel):
         frames = await self.socket.recv_multipart(**kwargs)
         try:
             _, signed = self.session.feed_identities(frames)
-            received = self.session.deserialize(signed)
+            received = None if _too_many_values(signed) else self.session.deserialize(signed)
         except Exception:  # noqa: BLE001: whatever the kernel's bytes make jupyter_client raise
             received = None
         if not _shaped_as_a_message(received):
@@ -43,6 +43,15 @@ class ReadableMessagesOnly(AsyncZMQSocketChannel):
             return {"header": {}, "parent_header": {}, "metadata": {}, "content": {}, "msg_type": "", "msg_id": "",
                     "buffers": []}  # answers no request: nbclient passes it by
         return received
+
+
+def _too_many_values(signed) -> bool:
+    """Whether a message's JSON parts (its header, parent header, metadata and content: after the signature, before
+    the buffers) may decode into more than MOST_VALUES values, each counted by the bracket or comma before it. JSON
+    decodes `{}` of 3 bytes into a dict of 64: one message of 120 MB, under `largest_message`, made a grader of 4.4 GB
+    (the twenty-second session's attacker). Commas in a text count too: a print of more than a million of them loses
+    its output, with the warning, as an unreadable message does, never a point (the verdict decides those)."""
+    return sum(part.count(mark) for part in signed[1:5] for mark in (b"{", b"[", b",")) > MOST_VALUES
 
 
 def _shaped_as_a_message(received) -> bool:
@@ -125,6 +134,7 @@ QUEUED = 4  # messages a channel of the grader's queues from its kernel, at most
 CHANNELS = ("shell", "iopub", "stdin", "control", "hb")
 SOCKETS_BOUND_S = 120  # seconds a kernel may take to bind its sockets (jupyter_client waits 60 for it to be ready)
 LOGGED_DROPS = 3  # messages a channel drops that the log tells of, at most
+MOST_VALUES = 1_000_000  # JSON values one message of a kernel's may decode into in the grader: about 100 MB at most
 
 
 class GradingKernelManager(SocketsByInode, AsyncKernelManager):

@@ -429,6 +429,20 @@ def test_what_a_kernel_sends_and_the_grader_does_not_read_takes_none_of_its_memo
     assert resident_bytes() - before < 100 * 2**20
 
 
+def test_a_message_that_would_decode_into_millions_of_values_is_dropped_undecoded(kernel):
+    """JSON decodes `{}` of 3 bytes into a dict of 64: one message of 120 MB, under the grader's largest message, made
+    a grader of 4.4 GB (a hostile student's, the twenty-second session)."""
+    before = resident_bytes()
+    sent = """
+        kernel = get_ipython().kernel
+        kernel.session.send(kernel.iopub_socket, "stream", {"name": "stdout", "text": "padded", "pad": [{}] * 3_000_000},
+                            parent=kernel.get_parent("shell"), ident=kernel._topic("stream"))
+        print("after")
+    """
+    assert printed_by(kernel.client, textwrap.dedent(sent), timeout=120, run=kernel.run) == "after\n"
+    assert resident_bytes() - before < 100 * 2**20
+
+
 def test_clean_environment_and_its_own_home(kernel):
     names, home, environ_files, processes, cuda = kernel.evaluate(f"""
         import glob, json, os
