@@ -27,7 +27,9 @@ c.ExchangeFactory.collect = "course.plugins.exchange.CollectOwnRegularFiles"
 # Nothing a submission writes reaches the instructor's terminal raw: every nbgrader command's log lines (file
 # names, the kernels' output, nbgrader's own messages) show control characters and escape sequences as
 # `\x1b`, never obey them (course/terminal.py); nbgrader's formatter otherwise, colours included.
-c.Application.logging_config = {"formatters": {"console": {"class": "course.terminal.VisibleLogFormatter"}}}
+c.Application.logging_config = {"formatters": {"console": {"class": "course.terminal.VisibleLogFormatter"}},
+                                "filters": {"few_of_a_kind": {"()": "course.terminal.FewOfAKind"}},
+                                "handlers": {"console": {"filters": ["few_of_a_kind"]}}}
 
 # What students see where a solution was: both languages.
 c.ClearSolutions.code_stub = {

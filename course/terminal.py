@@ -6,8 +6,10 @@ characters that reorder or break what is shown. `visible` writes each of them as
 (`\\x1b`, `\\u202e`), so the instructor sees it and the terminal does nothing. VisibleLogFormatter does
 the same for every log line of nbgrader's commands; `course grade` starts each line of its own with OWN.
 """
+import collections
 import logging
 import re
+import weakref
 
 from tornado.log import LogFormatter
 
@@ -35,6 +37,8 @@ class VisibleLogFormatter(LogFormatter):
     def format(self, record: logging.LogRecord) -> str:
         shown = logging.makeLogRecord(record.__dict__)  # other handlers still get the record as it was
         shown.msg, shown.args = visible(_cut(record.getMessage()), keep_lines=True), None
+        if getattr(record, "course_last_of_its_kind", False):
+            shown.msg += f" {LAST_OF_ITS_KIND}"
         if record.exc_info:
             shown.exc_text = record.exc_text or self.formatException(record.exc_info)
             shown.exc_info = None
@@ -54,6 +58,40 @@ def _cut(text: str) -> str:
     if len(text) <= LONGEST_RECORD:
         return text
     return f"{text[:LONGEST_RECORD // 2]} … [{len(text) - LONGEST_RECORD:,} characters not shown] … {text[-LONGEST_RECORD // 2:]}"
+
+
+class FewOfAKind(logging.Filter):
+    """Passes at most SHOWN_OF_A_KIND records of one kind (one logger, one message before its arguments) for each
+    notebook graded; the last one it passes says that the rest are not shown. A submission decides how many cells a
+    warning is logged for, by the course's preprocessors and by nbgrader's (DeduplicateIds warns of each copy of a
+    cell): 20,000 cells of malformed metadata made 20,000 lines on the instructor's terminal and in the student's log
+    (the twenty-second session's attacker). nbgrader_config.py puts it on the console of every nbgrader command,
+    `course grade` on each student's log; the first preprocessor of each notebook (DropMalformedMetadata) calls
+    `new_notebook`."""
+
+    instances = weakref.WeakSet()
+
+    def __init__(self, name=""):
+        super().__init__(name)
+        self.seen = collections.Counter()
+        FewOfAKind.instances.add(self)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        kind = (record.name, str(record.msg)[:1000])
+        self.seen[kind] += 1
+        if self.seen[kind] == SHOWN_OF_A_KIND:
+            record.course_last_of_its_kind = True  # VisibleLogFormatter says so
+        return self.seen[kind] <= SHOWN_OF_A_KIND
+
+    @classmethod
+    def new_notebook(cls):
+        for instance in list(cls.instances):
+            instance.seen.clear()
+
+
+SHOWN_OF_A_KIND = 20
+LAST_OF_ITS_KIND = ("(more records like this one are not shown for this notebook / "
+                    "此 notebook 的同类记录不再显示)")
 
 
 # What starts every line `course grade` writes itself (its progress, its summary, its messages): a line of

@@ -9,7 +9,7 @@ import nbgrader
 
 from autograder.messages import Bilingual, text
 
-from ..terminal import VisibleLogFormatter, visible
+from ..terminal import FewOfAKind, VisibleLogFormatter, visible
 
 SHOWN_LINES = 12  # of one warning, on the terminal (the log file keeps all of it)
 REGRADED = "Removing existing assignment: "  # nbgrader's note when --force regrades
@@ -31,6 +31,7 @@ class GradingLog(logging.Handler):
         super().__init__()
         self.records: list[logging.LogRecord] = []
         self.setFormatter(VisibleLogFormatter(self.FORMAT, color=False))
+        self.addFilter(FewOfAKind())  # one student's notebook: a few records of each kind
 
     def emit(self, record: logging.LogRecord):
         self.records.append(record)

@@ -28,7 +28,7 @@ from autograder.messages import message, printable
 from ..authoring.monolingual import source_to_traditional
 from ..kernels import forkserver, sandbox
 from ..kernels.manager import GradingKernelManager
-from ..terminal import visible
+from ..terminal import FewOfAKind, visible
 
 RECORDS_LIMIT = 4 * 2**20  # bytes of verdict records read from the verdict process
 def is_test_cell(cell) -> bool:
@@ -106,6 +106,10 @@ class DropMalformedMetadata(NbGraderPreprocessor):
     that lost its metadata back. Runs first, before DeduplicateIds.
     """
 
+    def preprocess(self, nb, resources):
+        FewOfAKind.new_notebook()  # the first of each notebook's preprocessors: its log's records counted anew
+        return super().preprocess(nb, resources)
+
     def preprocess_cell(self, cell, resources, index):
         if "nbgrader" in cell.metadata and not well_formed(cell.metadata["nbgrader"]):
             self.log.warning("Cell %d has malformed nbgrader metadata: graded as an ordinary cell", index)
@@ -143,23 +147,16 @@ class ForgetUnknownCells(NbGraderPreprocessor):
             tasks = {cell.name for cell in notebook.task_cells}
             self.known = {cell.name: (cell.name in kinds[0], cell.name in kinds[1], bool(cell.locked), cell.name in tasks)
                           for cell in notebook.source_cells}
-        self.unknown = []
-        nb, resources = super().preprocess(nb, resources)
-        if len(self.unknown) > SHOWN_UNKNOWN:  # one line each for the first, then their number (200,000 made as many lines)
-            self.log.warning("... and %d more cells claim unknown grade ids: graded as ordinary cells",
-                             len(self.unknown) - SHOWN_UNKNOWN)
-        return nb, resources
+        return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
         claimed = cell.metadata.get("nbgrader")
         if claimed is None:
             return cell, resources
         known = self.known.get(claimed.get("grade_id"))
-        if known is None:
-            self.unknown.append(index)
-            if len(self.unknown) <= SHOWN_UNKNOWN:
-                self.log.warning("Cell %d claims unknown grade id %r: graded as an ordinary cell",
-                                 index, printable(claimed.get("grade_id"), 100))
+        if known is None:  # the log shows a few of them (course.terminal.FewOfAKind): 200,000 made as many lines
+            self.log.warning("Cell %d claims unknown grade id %r: graded as an ordinary cell",
+                             index, printable(claimed.get("grade_id"), 100))
             del cell.metadata["nbgrader"]
         elif tuple(claimed.get(flag, False) for flag in self.FLAGS) != known:
             self.log.warning("Cell %d claims grade id %r with other flags than the source's: given the source's",
@@ -168,9 +165,6 @@ class ForgetUnknownCells(NbGraderPreprocessor):
             if not claimed["grade"]:
                 claimed.pop("points", None)
         return cell, resources
-
-
-SHOWN_UNKNOWN = 20  # cells claiming unknown grade ids named in the log one by one, at most
 
 
 class ViewedAsReleased(NbGraderPreprocessor):

@@ -15,6 +15,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from nbgrader.api import Gradebook
 
 from course.authoring.monolingual import to_traditional
+from course.terminal import LAST_OF_ITS_KIND, SHOWN_OF_A_KIND
 from course.plugins.autograde import (DECIDING_PAST_THE_BOUND, DropMalformedMetadata, ForgetUnknownCells,
                                      RestoreInstructorsCells, SafeExecute, ViewedAsReleased)
 from course.plugins.feedback import HideHiddenTests, RequireHandGrading, WrapDiagnostics
@@ -89,12 +90,21 @@ def test_a_cell_claiming_an_unknown_grade_id_becomes_an_ordinary_cell(gradebook,
     assert "unknown grade id 'test_forged'" in caplog.text
 
 
-def test_many_cells_claiming_unknown_grade_ids_take_a_few_lines_of_the_log(gradebook, caplog):
-    """200,000 such cells made as many warning lines (a hostile student's, the twenty-first session)."""
-    forged = [graded_cell("", f"forged_{index}") for index in range(500)]
-    nb, _ = ForgetUnknownCells().preprocess(new_notebook(cells=forged), resources(gradebook))
+@pytest.mark.parametrize("claimed", ["unknown grade ids", "malformed metadata"])
+def test_many_cells_claiming_what_they_are_not_take_a_few_lines_of_the_log(gradebook, claimed):
+    """200,000 cells claiming unknown grade ids made as many warning lines (a hostile student's, the twenty-first
+    session), and 20,000 of malformed metadata (the twenty-second): a few lines of each kind, as `course grade` keeps
+    each student's log (course.terminal.FewOfAKind)."""
+    from course.grading.logs import GradingLog
+
+    if claimed == "unknown grade ids":
+        preprocessor, cells = ForgetUnknownCells(), [graded_cell("", f"forged_{index}") for index in range(500)]
+    else:
+        preprocessor, cells = DropMalformedMetadata(), [new_code_cell("", metadata={"nbgrader": "x"}) for _ in range(500)]
+    with GradingLog() as log:
+        nb, _ = preprocessor.preprocess(new_notebook(cells=cells), resources(gradebook))
     assert all("nbgrader" not in cell.metadata for cell in nb.cells)
-    assert len(caplog.records) == 21 and "and 480 more cells claim unknown grade ids" in caplog.text
+    assert len(log.records) == SHOWN_OF_A_KIND and LAST_OF_ITS_KIND in log.text()
 
 
 FLAGS = ("grade", "solution", "locked", "task")

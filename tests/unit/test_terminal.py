@@ -5,7 +5,8 @@ import logging
 
 import pytest
 
-from course.terminal import LONGEST_RECORD, OWN, OwnLines, VisibleLogFormatter, quoted, visible
+from course.terminal import (LAST_OF_ITS_KIND, LONGEST_RECORD, OWN, SHOWN_OF_A_KIND, FewOfAKind, OwnLines,
+                             VisibleLogFormatter, quoted, visible)
 
 OSC52 = "\x1b]52;c;cm0gLXJmIH4K\x07"  # writes the terminal's clipboard
 
@@ -89,3 +90,36 @@ def test_a_python_warning_while_a_student_is_graded_goes_to_their_log_not_the_te
         warnings.warn(f"Cell is missing an id field {OSC52}")
     assert "UserWarning: Cell is missing an id field \\x1b]52;" in log.text()
     assert capsys.readouterr().err == ""
+
+
+def test_a_notebook_logs_a_few_records_of_each_kind_and_says_the_rest_are_not_shown():
+    """A submission decides how many cells a warning is logged for: 20,000 cells of malformed metadata made 20,000
+    lines in the instructor's terminal and the student's log (the twenty-second session)."""
+    from course.grading.logs import GradingLog
+
+    with GradingLog() as log:
+        logger = logging.getLogger("AutogradeApp")
+        for index in range(500):
+            logger.warning("Cell %d has malformed nbgrader metadata", index)
+        logger.warning("another kind")
+        FewOfAKind.new_notebook()  # the next notebook's
+        logger.warning("Cell %d has malformed nbgrader metadata", 0)
+    shown = log.text().splitlines()
+    assert len(shown) == SHOWN_OF_A_KIND + 2
+    assert shown[SHOWN_OF_A_KIND - 1].endswith(f"Cell {SHOWN_OF_A_KIND - 1} has malformed nbgrader metadata "
+                                               f"{LAST_OF_ITS_KIND}")
+    assert shown[-2:] == ["[AutogradeApp | WARNING] another kind",
+                          "[AutogradeApp | WARNING] Cell 0 has malformed nbgrader metadata"]
+
+
+def test_every_nbgrader_commands_console_keeps_a_few_records_of_each_kind():
+    """nbgrader_config.py's logging configuration, as traitlets applies it to an nbgrader command's console."""
+    from traitlets.config import Application
+
+    from course import settings
+    from course.classroom import ROOT
+
+    app = Application(config=settings.load(ROOT))
+    console = next(handler for handler in app.log.handlers if handler.get_name() == "console")
+    assert any(isinstance(kept, FewOfAKind) for kept in console.filters)
+    assert isinstance(console.formatter, VisibleLogFormatter)
