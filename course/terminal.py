@@ -66,17 +66,20 @@ class FewOfAKind(logging.Filter):
     warning is logged for, by the course's preprocessors and by nbgrader's (DeduplicateIds warns of each copy of a
     cell): 20,000 cells of malformed metadata made 20,000 lines on the instructor's terminal and in the student's log
     (the twenty-second session's attacker). nbgrader_config.py puts it on the console of every nbgrader command,
-    `course grade` on each student's log; the first preprocessor of each notebook (DropMalformedMetadata) calls
-    `new_notebook`."""
+    where it counts from the first notebook autograded on (the first preprocessor of each, DropMalformedMetadata,
+    calls `new_notebook`: other commands, `collect` say, log a line per student and show them all); `course grade`
+    puts one on each student's log (`counting`: one notebook)."""
 
     instances = weakref.WeakSet()
 
-    def __init__(self, name=""):
+    def __init__(self, name="", counting=False):
         super().__init__(name)
-        self.seen = collections.Counter()
+        self.seen, self.counting = collections.Counter(), counting
         FewOfAKind.instances.add(self)
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if not self.counting:
+            return True
         kind = (record.name, str(record.msg)[:1000])
         self.seen[kind] += 1
         if self.seen[kind] == SHOWN_OF_A_KIND:
@@ -87,6 +90,7 @@ class FewOfAKind(logging.Filter):
     def new_notebook(cls):
         for instance in list(cls.instances):
             instance.seen.clear()
+            instance.counting = True
 
 
 SHOWN_OF_A_KIND = 20

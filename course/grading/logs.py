@@ -31,7 +31,7 @@ class GradingLog(logging.Handler):
         super().__init__()
         self.records: list[logging.LogRecord] = []
         self.setFormatter(VisibleLogFormatter(self.FORMAT, color=False))
-        self.addFilter(FewOfAKind())  # one student's notebook: a few records of each kind
+        self.addFilter(FewOfAKind(counting=True))  # one student's notebook: a few records of each kind
 
     def emit(self, record: logging.LogRecord):
         self.records.append(record)

@@ -123,3 +123,11 @@ def test_every_nbgrader_commands_console_keeps_a_few_records_of_each_kind():
     console = next(handler for handler in app.log.handlers if handler.get_name() == "console")
     assert any(isinstance(kept, FewOfAKind) for kept in console.filters)
     assert isinstance(console.formatter, VisibleLogFormatter)
+
+
+def test_a_command_that_grades_no_notebook_shows_every_line():
+    """`nbgrader collect` logs a line per student: a class of 300 shows 300 (FewOfAKind counts from autograde's first
+    notebook on)."""
+    shown = FewOfAKind()
+    record = logging.makeLogRecord({"name": "CollectApp", "msg": "Collecting submission: %s", "args": ("s",)})
+    assert all(shown.filter(record) for _ in range(300))
