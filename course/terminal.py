@@ -37,8 +37,8 @@ class VisibleLogFormatter(LogFormatter):
     def format(self, record: logging.LogRecord) -> str:
         shown = logging.makeLogRecord(record.__dict__)  # other handlers still get the record as it was
         shown.msg, shown.args = visible(_cut(record.getMessage()), keep_lines=True), None
-        if getattr(record, "course_last_of_its_kind", False):
-            shown.msg += f" {LAST_OF_ITS_KIND}"
+        if getattr(record, "course_first_not_shown", False):  # FewOfAKind: in its place, that the rest are not shown
+            shown.msg = visible(NOT_SHOWN.format(kind=_cut(str(record.msg))[:200]))
         if record.exc_info:
             shown.exc_text = record.exc_text or self.formatException(record.exc_info)
             shown.exc_info = None
@@ -62,7 +62,7 @@ def _cut(text: str) -> str:
 
 class FewOfAKind(logging.Filter):
     """Passes at most SHOWN_OF_A_KIND records of one kind (one logger, one message before its arguments) for each
-    notebook graded; the last one it passes says that the rest are not shown. A submission decides how many cells a
+    notebook graded, and in place of the next, that the rest are not shown. A submission decides how many cells a
     warning is logged for, by the course's preprocessors and by nbgrader's (DeduplicateIds warns of each copy of a
     cell): 20,000 cells of malformed metadata made 20,000 lines on the instructor's terminal and in the student's log
     (the twenty-second session's attacker). nbgrader_config.py puts it on the console of every nbgrader command,
@@ -82,9 +82,9 @@ class FewOfAKind(logging.Filter):
             return True
         kind = (record.name, str(record.msg)[:1000])
         self.seen[kind] += 1
-        if self.seen[kind] == SHOWN_OF_A_KIND:
-            record.course_last_of_its_kind = True  # VisibleLogFormatter says so
-        return self.seen[kind] <= SHOWN_OF_A_KIND
+        if self.seen[kind] == SHOWN_OF_A_KIND + 1:
+            record.course_first_not_shown = True  # VisibleLogFormatter shows that the rest are not shown
+        return self.seen[kind] <= SHOWN_OF_A_KIND + 1
 
     @classmethod
     def new_notebook(cls):
@@ -94,8 +94,8 @@ class FewOfAKind(logging.Filter):
 
 
 SHOWN_OF_A_KIND = 20
-LAST_OF_ITS_KIND = ("(more records like this one are not shown for this notebook / "
-                    "此 notebook 的同类记录不再显示)")
+NOT_SHOWN = ("more records like “{kind}” are not shown for this notebook / "
+             "此 notebook 中与“{kind}”同类的记录不再显示")
 
 
 # What starts every line `course grade` writes itself (its progress, its summary, its messages): a line of

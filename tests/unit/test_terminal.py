@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from course.terminal import (LAST_OF_ITS_KIND, LONGEST_RECORD, OWN, SHOWN_OF_A_KIND, FewOfAKind, OwnLines,
+from course.terminal import (LONGEST_RECORD, NOT_SHOWN, OWN, SHOWN_OF_A_KIND, FewOfAKind, OwnLines,
                              VisibleLogFormatter, quoted, visible)
 
 OSC52 = "\x1b]52;c;cm0gLXJmIH4K\x07"  # writes the terminal's clipboard
@@ -105,9 +105,10 @@ def test_a_notebook_logs_a_few_records_of_each_kind_and_says_the_rest_are_not_sh
         FewOfAKind.new_notebook()  # the next notebook's
         logger.warning("Cell %d has malformed nbgrader metadata", 0)
     shown = log.text().splitlines()
-    assert len(shown) == SHOWN_OF_A_KIND + 2
-    assert shown[SHOWN_OF_A_KIND - 1].endswith(f"Cell {SHOWN_OF_A_KIND - 1} has malformed nbgrader metadata "
-                                               f"{LAST_OF_ITS_KIND}")
+    assert len(shown) == SHOWN_OF_A_KIND + 3
+    assert shown[SHOWN_OF_A_KIND - 1].endswith(f"Cell {SHOWN_OF_A_KIND - 1} has malformed nbgrader metadata")
+    assert shown[SHOWN_OF_A_KIND] == ("[AutogradeApp | WARNING] "
+                                      + NOT_SHOWN.format(kind="Cell %d has malformed nbgrader metadata"))
     assert shown[-2:] == ["[AutogradeApp | WARNING] another kind",
                           "[AutogradeApp | WARNING] Cell 0 has malformed nbgrader metadata"]
 
