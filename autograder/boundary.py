@@ -1102,6 +1102,8 @@ def _new_tensor(node, known, payloads):
             _replace_data(original, payload)  # a module's parameter or buffer: so here too
         requires_grad = node["requires_grad"] is True
         if original.is_leaf and original.requires_grad != requires_grad and payload.is_floating_point():
+            if same in known.given:  # a tensor it was given, made trainable or frozen: the caller's tensor is changed
+                raise ChangedArgument(same)
             original.requires_grad_(requires_grad)
         return original
     requires_grad = node["requires_grad"] is True

@@ -82,7 +82,14 @@ def moved_by_swap(t):
     return t
 
 
-@pytest.mark.parametrize("change", [cast_by_data, moved_by_swap, lambda t: t.mul_(2)], ids=["data", "swap", "in-place op"])
+def made_trainable(t):
+    moved = t.to("cpu")  # the very tensor, where the device does not change
+    moved.requires_grad_()
+    return moved
+
+
+@pytest.mark.parametrize("change", [cast_by_data, moved_by_swap, lambda t: t.mul_(2), made_trainable],
+                         ids=["data", "swap", "in-place op", "requires grad"])
 def test_a_tensor_argument_changed_in_place_fails_the_call(pipe, change):
     """A test computes what it expects from its arguments after the call: a function that overwrote its
     argument would make its own wrong result the expected one."""
