@@ -126,5 +126,7 @@ c.GradingKernelManager.fork_server = True
 # process, which the submission's kernel cannot reach (course/plugins/autograde.py: DecideGrades).
 from course.plugins.autograde import autograde_pipeline, sanitize_pipeline  # noqa: E402
 
+# a submission is read only within bounds (its size, the values its JSON may hold): past them it is not graded
+c.Autograde.exporter_class = "course.plugins.autograde.BoundedSubmission"
 c.Autograde.sanitize_preprocessors = sanitize_pipeline()
 c.Autograde.autograde_preprocessors = autograde_pipeline()

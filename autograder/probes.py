@@ -288,7 +288,10 @@ def meta_standing_for(device):
     device's index, takes the autocast of the model's device type, or copies a GPU's tensor to the CPU before
     NumPy reads it. PyTorch's own Python code (its meta kernels, which make each result's shape and dtype)
     still reads meta, and so do the checks, through PyTorch's C type (checks.core)."""
+    # with its index, as a real GPU's tensor reports it (`cuda:0`, never `cuda`): `t.device in (torch.device("cuda"),)`
+    # is false on every GPU, and a to_numpy that asked so kept its points (the twenty-second session)
     device = torch.device(device)
+    device = torch.device(device.type, device.index or 0)
     # a meta layer's first forward pass imports torch._dynamo (PyTorch's decompositions), whose import
     # fails on the CPU build while a CUDA machine is simulated: imported before
     importlib.import_module("torch._dynamo")
@@ -395,7 +398,10 @@ def _zeros_as(tensor, dtype):
     values = next((mode.values.get(tensor) for mode in _get_current_dispatch_mode_stack()
                    if isinstance(mode, MetaValues)), None)
     copied = torch.zeros(tuple(tensor.shape), dtype=dtype) if values is None else values.detach().to(dtype, copy=True)
-    return copied.requires_grad_() if tensor.requires_grad and copied.is_floating_point() else copied
+    # as a real copy: in the graph only where grad mode is on (a right to_numpy copied under torch.no_grad() and
+    # called .numpy() on it, which the copy refused when it required grad whatever the mode: the twenty-second session)
+    tracked = tensor.requires_grad and copied.is_floating_point() and torch.is_grad_enabled()
+    return copied.requires_grad_() if tracked else copied
 
 
 def on_stand_in(device, function, *args, **kwargs):

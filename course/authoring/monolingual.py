@@ -112,12 +112,13 @@ def code_to_traditional(source: str) -> str:
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))
-    # from the last token to the first, so that earlier offsets stay valid as lengths change
-    for token in reversed(tokens):
+    pieces, done = [], 0  # the source cut at each converted token, joined once (a cell of 64,000 of them took a minute)
+    for token in tokens:
         if token.type in (tokenize.COMMENT, tokenize.STRING) and CHINESE.search(token.string):
             start, end = (starts[row - 1] + column for row, column in (token.start, token.end))
-            source = source[:start] + to_traditional(source[start:end]) + source[end:]
-    return source
+            pieces += [source[done:start], to_traditional(source[start:end])]
+            done = end
+    return "".join(pieces) + source[done:]
 
 
 def monolingual(notebook, lang: str):

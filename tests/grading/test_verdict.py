@@ -1042,6 +1042,9 @@ def submission(root, forgery):
     elif crafted == "deep-nesting":
         notebook.cells[0].metadata["deep"] = "NESTED"
         return nbformat.writes(notebook).replace('"NESTED"', "[" * 100_000 + "]" * 100_000).encode()
+    elif crafted == "many-values":
+        notebook.cells[0].metadata["pad"] = "PAD"
+        return nbformat.writes(notebook).replace('"PAD"', "[" + "{}," * 300_000 + "{}]").encode()
     return notebook
 
 

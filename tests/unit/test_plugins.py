@@ -715,3 +715,22 @@ def test_widget_messages_leave_nothing_in_the_graded_notebook(executing):
         execute.process_message(sent("comm_open", {"comm_id": "c", "target_name": "jupyter.widget",
                                                    "data": {"state": state}}), cell, 0)
     assert cell.outputs == [] and not execute.widget_state and not execute.output_hook_stack["m"]
+
+
+@pytest.mark.parametrize("padding, read", [(0, True), (2_000, True), (300_000, False)])
+def test_a_submission_is_read_only_within_bounds(tmp_path, padding, read):
+    """Reading a notebook is the grading process's time and memory, before any budget: 7.5 million `{}` in one cell's
+    metadata held it for 14 minutes and 16 GB (the twenty-second session). The course's own notebooks hold about
+    2,000 values."""
+    from course.plugins.autograde import BoundedSubmission, NotebookTooLargeError
+
+    notebook = new_notebook(cells=[new_code_cell("x = 1", metadata={"pad": [{}] * padding})])
+    path = tmp_path / "submitted.ipynb"
+    nbformat.write(notebook, path)
+    if read:
+        output, _ = BoundedSubmission().from_filename(str(path))
+        assert "x = 1" in output
+    else:
+        with pytest.raises(NotebookTooLargeError) as refused:
+            BoundedSubmission().from_filename(str(path))
+        assert shows(str(refused.value), "notebook_too_large")

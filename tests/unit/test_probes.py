@@ -194,7 +194,27 @@ def test_a_tensor_moved_to_the_device_stood_for_is_one_more_stand_in(move, on):
         return move(x, device), device
 
     moved, device = on_stand_in("cuda", answer, model, torch.ones(4, 3, device=on))
-    assert device == torch.device("cuda") and _device_of(moved) == torch.device("meta") and moved.shape == (4, 3)
+    assert device == torch.device("cuda", 0) and _device_of(moved) == torch.device("meta") and moved.shape == (4, 3)
+
+
+@pytest.mark.parametrize("stood_for", ["cuda", "cuda:0", "mps"])
+def test_a_stand_ins_device_has_its_index_as_a_real_gpus_tensor_does(stood_for):
+    """A real GPU's tensor reports `cuda:0`, never `cuda`: an answer that compared `t.device` to
+    `torch.device("cuda")`, false on every GPU, kept its points (the twenty-second session)."""
+    found = on_stand_in(stood_for, lambda t: t.device, torch.ones(2, device="meta"))
+    assert found.index == 0 and found.type == torch.device(stood_for).type
+    assert found != torch.device(torch.device(stood_for).type)
+
+
+@pytest.mark.parametrize("mode", [torch.no_grad, torch.inference_mode, torch.enable_grad])
+def test_a_stand_ins_copy_to_the_cpu_requires_grad_only_where_grad_mode_is_on(mode):
+    """As a real copy: a right to_numpy copied under torch.no_grad() and called .numpy(), which the stand-in's copy
+    refused, since it required grad whatever the mode (the twenty-second session)."""
+    def copied(t):
+        with mode():
+            return t.to("cpu").requires_grad
+
+    assert on_stand_in("cuda", copied, torch.ones(2, device="meta", requires_grad=True)) is (mode is torch.enable_grad)
 
 
 def test_a_tensor_moved_to_another_gpu_than_the_one_stood_for_is_not_on_the_stand_in():
