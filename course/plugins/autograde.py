@@ -452,9 +452,11 @@ def _deciding(kind, content) -> bool:
 def _chars(content, limit=sys.maxsize) -> int:
     """About how many characters an output's content takes as JSON: its strings and dicts' keys with their quotes,
     and a few for every other value and every item (a list of twenty million empty strings, or a key of thirty
-    million characters, counted as nothing, made a 220 MB graded notebook and a grader of 2.4 GB). Counting stops past
-    `limit`; a content nested deeper than DEEPEST_OUTPUT counts as larger than any limit (no notebook output is:
-    nbformat's deepest are a few levels), and is not walked further."""
+    million characters, counted as nothing, made a 220 MB graded notebook and a grader of 2.4 GB), and each dict and
+    list as CONTAINER characters, about what it takes in the grader's memory: 60 outputs of 49,000 `{}` each, two
+    characters apiece, made a grader of 3.1 GB and a feedback page of 100 s and 5.2 GB (the twenty-second session).
+    Counting stops past `limit`; a content nested deeper than DEEPEST_OUTPUT counts as larger than any limit (no
+    notebook output is: nbformat's deepest are a few levels), and is not walked further."""
     total, waiting = 0, [(content, 0)]
     while waiting and total <= limit:
         value, depth = waiting.pop()
@@ -463,10 +465,10 @@ def _chars(content, limit=sys.maxsize) -> int:
         if isinstance(value, str):
             total += len(value) + 3
         elif isinstance(value, dict):
-            total += 2 + sum(len(key) + 3 if isinstance(key, str) else 8 for key in value)
+            total += CONTAINER + sum(len(key) + 3 if isinstance(key, str) else 8 for key in value)
             waiting.extend((inner, depth + 1) for inner in value.values())
         elif isinstance(value, list):
-            total += 2
+            total += CONTAINER
             waiting.extend((inner, depth + 1) for inner in value)
         else:
             total += 8
@@ -474,6 +476,7 @@ def _chars(content, limit=sys.maxsize) -> int:
 
 
 DEEPEST_OUTPUT = 32
+CONTAINER = 50  # characters a dict or a list of an output counts as (_chars)
 DECIDING_PAST_THE_BOUND = 1000  # characters of a cell's first error or stderr output kept past the notebook's bound
 
 
